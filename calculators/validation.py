@@ -1,0 +1,42 @@
+"""Argument checks shared by the calculators; each raises InvalidInputError naming the field."""
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from calculators.errors import InvalidInputError
+
+
+def _finite(field: str, value: ArrayLike) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidInputError(field, value, "a number") from None
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(field, value, "a finite number")
+    return arr
+
+
+def positive_int(field: str, value: ArrayLike, *, maximum: float = 2**53) -> np.ndarray | int:
+    """A positive whole number (or an array of them)."""
+    arr = _finite(field, value)
+    if np.any(arr < 1) or np.any(arr != np.floor(arr)) or np.any(arr > maximum):
+        raise InvalidInputError(field, value, f"a whole number from 1 to {maximum:.0f}")
+    out = arr.astype(np.int64)
+    return int(out) if out.ndim == 0 else out
+
+
+def positive(field: str, value: ArrayLike) -> np.ndarray | float:
+    """A positive, finite number (or an array of them)."""
+    arr = _finite(field, value)
+    if np.any(arr <= 0):
+        raise InvalidInputError(field, value, "a positive number")
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def fraction(field: str, value: ArrayLike) -> np.ndarray | float:
+    """A number in (0, 1]."""
+    arr = _finite(field, value)
+    if np.any(arr <= 0) or np.any(arr > 1):
+        raise InvalidInputError(field, value, "a fraction in (0, 1]")
+    return float(arr) if arr.ndim == 0 else arr
