@@ -17,9 +17,12 @@ def _estimate(e) -> dict:
 
 
 def capacity_document(model: ModelSpec, result: CapacityResult, *, mean_len: float | None = None,
-                      p95_len: float | None = None) -> dict:
+                      p95_len: float | None = None, served_name: str | None = None) -> dict:
     """Everything a user needs to check the result: headline numbers (SI units), the per-stage
-    breakdown, the resolved flags, vLLM's printed lines and the ``max_num_seqs`` advice."""
+    breakdown, the resolved flags, vLLM's printed lines and the ``max_num_seqs`` advice.
+
+    ``served_name`` is the name the user gave (an Instruct variant of a catalog entry, say), used in
+    the ``vllm serve`` line."""
     st = result.binding
     s = result.settings
     advice = (max_num_seqs_advice(model, result, mean_len=mean_len, p95_len=p95_len)
@@ -60,7 +63,8 @@ def capacity_document(model: ModelSpec, result: CapacityResult, *, mean_len: flo
         "vllm_lines": list(result.vllm_lines),
         "notes": list(result.notes),
         "max_num_seqs_advice": advice,
-        "vllm_serve": vllm_serve_command(model.id, result, advice and advice["recommended_max_num_seqs"]),
+        "vllm_serve": vllm_serve_command(served_name or model.id, result,
+                                         advice and advice["recommended_max_num_seqs"]),
     }
     if result.estimated_max_model_len is not None:
         doc["estimated_max_model_len"] = result.estimated_max_model_len
@@ -88,14 +92,16 @@ def capacity_text(doc: dict) -> str:
               f"{st['non_torch']['low_bytes'] / g:.2f}–{st['non_torch']['high_bytes'] / g:.2f})",
               f"  CUDA graphs   {cg['bytes'] / g:9.2f} GiB  ("
               + ("deducted" if st["cudagraph_subtracted"] else "not deducted by this version") + ")",
-              f"  KV cache      {st['available_kv_cache']['bytes'] / g:9.2f} GiB  ({st['available_kv_cache']['basis']})",
+              f"  KV cache      {st['available_kv_cache']['bytes'] / g:9.2f} GiB  "
+              f"({st['available_kv_cache']['basis']})",
               "",
               f"KV cache: {doc['kv_cache_bytes_per_token']:,} B/token per GPU; block of {s['block_size']} tokens = "
-              f"{st['bytes_per_block']:,} B; num_gpu_blocks = floor(KV bytes / block bytes) = {doc['num_gpu_blocks']:,}",
+              f"{st['bytes_per_block']:,} B; num_gpu_blocks = floor(KV bytes / block bytes) = "
+              f"{doc['num_gpu_blocks']:,}",
               f"Result: {doc['message']}"]
     if doc.get("max_num_seqs_advice"):
         a = doc["max_num_seqs_advice"]
-        lines.append(f"max_num_seqs: {a['recommended_max_num_seqs']} recommended (pool holds {a['concurrency_at_mean']} "
-                     f"sequences of mean length, {a['concurrency_at_p95']} at p95)")
+        lines.append(f"max_num_seqs: {a['recommended_max_num_seqs']} recommended (pool holds "
+                     f"{a['concurrency_at_mean']} sequences of mean length, {a['concurrency_at_p95']} at p95)")
     lines += ["", f"  {doc['vllm_serve']}"] + [f"note: {n}" for n in doc["notes"]]
     return "\n".join(lines)

@@ -68,7 +68,8 @@ def cmd_capacity(a: argparse.Namespace) -> int:
         max_model_len=a.max_model_len, max_num_batched_tokens=a.max_num_batched_tokens, max_num_seqs=a.max_num_seqs,
         block_size=a.block_size, enforce_eager=a.enforce_eager, kv_cache_memory_bytes=a.kv_cache_memory,
         vllm_version=a.vllm_version, engine=a.engine, expert_parallel_size=tp if a.enable_expert_parallel else None)
-    doc = capacity_document(model, result, mean_len=a.seq_len_mean, p95_len=a.seq_len_p95)
+    served = a.model if not (a.model.endswith(".json") or Path(a.model).is_file()) else model.id
+    doc = capacity_document(model, result, mean_len=a.seq_len_mean, p95_len=a.seq_len_p95, served_name=served)
     print(json.dumps(doc, indent=2) if a.json else capacity_text(doc))
     return 0
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from calculators.units import GB, GiB, TFLOP
+from calculators.units import GB, TFLOP, GiB
 
 LayerType = Literal["full_attention", "sliding_attention", "chunked_attention"]
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -67,7 +67,7 @@ class GPUSpec(_Frozen):
         return self.memory_bytes / GiB
 
     @classmethod
-    def from_datasheet(cls, row: dict) -> "GPUSpec":
+    def from_datasheet(cls, row: dict) -> GPUSpec:
         """Build from a data-file row that uses datasheet units in its key names."""
         row = dict(row)
         row["memory_bytes"] = row.pop("memory_gib_reported") * GiB
@@ -124,7 +124,7 @@ class ModelSpec(_Frozen):
     notes: str = ""
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ModelSpec":
+    def _consistent(self) -> ModelSpec:
         if len(self.layer_types) != self.num_hidden_layers:
             raise ValueError("layer_types must have one entry per hidden layer")
         if "sliding_attention" in self.layer_types and self.sliding_window is None:

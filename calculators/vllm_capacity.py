@@ -18,14 +18,26 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calculators.errors import InvalidInputError
-from calculators.kv_cache import dtype_bytes, kv_bytes_per_token_per_layer, kv_element_bytes, layer_window, \
-    stage_layer_types, V0_MLA_ALIGN_BYTES
+from calculators.kv_cache import (
+    V0_MLA_ALIGN_BYTES,
+    dtype_bytes,
+    kv_bytes_per_token_per_layer,
+    kv_element_bytes,
+    layer_window,
+    stage_layer_types,
+)
 from calculators.specs import GPUSpec, ModelSpec
 from calculators.units import GiB
 from calculators.validation import fraction, positive_int
 from calculators.vllm_overheads import Estimate, activation_peak, cudagraph, non_torch
-from calculators.vllm_version import DEFAULT_VLLM_VERSION, VllmVersion, default_scheduler_limits, \
-    parse_vllm_version, subtracts_cudagraphs, uses_hybrid_kv_manager
+from calculators.vllm_version import (
+    DEFAULT_VLLM_VERSION,
+    VllmVersion,
+    default_scheduler_limits,
+    parse_vllm_version,
+    subtracts_cudagraphs,
+    uses_hybrid_kv_manager,
+)
 from calculators.weights import resolve_quantization, weight_bytes_per_stage
 
 V0_SWAP_SPACE_BYTES = 4 * GiB  # vLLM V0 --swap-space default, sizes "# CPU blocks"
@@ -177,15 +189,17 @@ def resolve_settings(model: ModelSpec, gpu_memory_bytes: float, gpu_name: str, *
         raise InvalidInputError("max_model_len", mml,
                                 f"at most max_position_embeddings ({model.max_position_embeddings}) of {model.id}")
     tokens, seqs = default_scheduler_limits(v, gpu_memory_bytes / GiB, gpu_name, mml)
+    tokens = tokens if max_num_batched_tokens is None else max_num_batched_tokens
+    seqs = seqs if max_num_seqs is None else max_num_seqs
     default_block = mla_block_size if model.is_mla and v.engine == "V1" else 16
     return Settings(
         tensor_parallel_size=int(positive_int("tensor_parallel_size", tensor_parallel_size, maximum=1024)),
         pipeline_parallel_size=int(positive_int("pipeline_parallel_size", pipeline_parallel_size, maximum=1024)),
         dtype=dtype, quantization=resolve_quantization(model, quantization), kv_cache_dtype=kv_cache_dtype,
         gpu_memory_utilization=float(gpu_memory_utilization), max_model_len=mml,
-        max_num_batched_tokens=int(positive_int("max_num_batched_tokens", max_num_batched_tokens or tokens)),
-        max_num_seqs=int(positive_int("max_num_seqs", max_num_seqs or seqs)),
-        block_size=int(positive_int("block_size", block_size or default_block, maximum=4096)),
+        max_num_batched_tokens=int(positive_int("max_num_batched_tokens", tokens)),
+        max_num_seqs=int(positive_int("max_num_seqs", seqs)),
+        block_size=int(positive_int("block_size", default_block if block_size is None else block_size, maximum=4096)),
         enforce_eager=bool(enforce_eager),
         kv_cache_memory_bytes=None if kv_cache_memory_bytes is None else int(
             positive_int("kv_cache_memory", kv_cache_memory_bytes)),

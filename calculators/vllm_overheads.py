@@ -23,7 +23,7 @@ ACTIVATION_FFN_COPIES = 3
 #: sort keys): fitted to the logs above.
 SAMPLER_BYTES_PER_VOCAB = 8
 ACTIVATION_BASE_BYTES = 0.2 * GiB
-ACTIVATION_RANGE = (0.5, 2.5)
+ACTIVATION_RANGE = (0.5, 3.2)
 NON_TORCH_SINGLE_BYTES = 0.1 * GiB
 NON_TORCH_MULTI_EXTRA_BYTES = 0.15 * GiB
 NON_TORCH_RANGE_BYTES = (0.05 * GiB, 0.5 * GiB)
@@ -41,7 +41,7 @@ class Estimate:
     basis: str
 
     @classmethod
-    def exact(cls, value: float, basis: str) -> "Estimate":
+    def exact(cls, value: float, basis: str) -> Estimate:
         return cls(value, value, value, basis)
 
 

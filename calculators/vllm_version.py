@@ -79,7 +79,8 @@ def uses_hybrid_kv_manager(v: VllmVersion) -> bool:
     return v.engine == "V1" and v.at_least(0, 9, 1)
 
 
-def default_scheduler_limits(v: VllmVersion, gpu_memory_gib: float, gpu_name: str, max_model_len: int) -> tuple[int, int]:
+def default_scheduler_limits(v: VllmVersion, gpu_memory_gib: float, gpu_name: str,
+                             max_model_len: int) -> tuple[int, int]:
     """``(max_num_batched_tokens, max_num_seqs)`` that ``vllm serve`` picks when not given.
 
     V1 (``EngineArgs._set_default_args``): GPUs with ≥ 70 GiB other than A100 get 8192 / 1024,

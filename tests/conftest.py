@@ -1,0 +1,22 @@
+"""Shared test helpers: fixture paths and the catalog."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+HF_CONFIGS = FIXTURES / "hf_configs"
+
+
+def hf(name: str):
+    """Import a fixture config.json by its file stem (``meta-llama__Llama-3.1-70B``)."""
+    from calculators.hf_config import load_config_file
+    return load_config_file(HF_CONFIGS / f"{name}.json")
+
+
+@pytest.fixture(scope="session")
+def vllm_cases() -> dict[str, dict]:
+    cases = json.loads((FIXTURES / "vllm_logs" / "cases.json").read_text())
+    return {c["case_id"]: c for c in cases}

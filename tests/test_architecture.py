@@ -1,0 +1,26 @@
+"""House rules of the design card that a test can check."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_calculators_import_neither_streamlit_nor_plotly():
+    for path in (ROOT / "calculators").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n.split(".")[0] in {"streamlit", "plotly"} for n in names), path
+
+
+def test_no_legacy_pages_folder():
+    assert not (ROOT / "app" / "pages").exists()
+
+
+def test_safe_loaders_only():
+    for path in (ROOT / "calculators").rglob("*.py"):
+        text = path.read_text()
+        assert not re.search(r"import pickle|(?<![\w.])eval\(|yaml\.load\(|exec\(", text), path

@@ -1,0 +1,84 @@
+"""`llmcap` end to end, in a subprocess as users run it."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import HF_CONFIGS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def llmcap(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "calculators.cli", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+
+
+def test_capacity_human_output_shows_vllm_lines_and_math():
+    p = llmcap("capacity", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100",
+               "--tensor-parallel-size", "4")
+    assert p.returncode == 0, p.stderr
+    for text in ("GPU KV cache size:", "Maximum concurrency for 131,072 tokens per request",
+                 "81,920 B/token per GPU", "budget", "vllm serve meta-llama/Llama-3.1-70B-Instruct"):
+        assert text in p.stdout
+
+
+def test_capacity_json_from_printed_memory():
+    p = llmcap("capacity", "--model", str(HF_CONFIGS / "meta-llama__Llama-3.1-70B.json"), "--gpu-memory-gib", "80",
+               "--tensor-parallel-size", "4", "--max-model-len", "131072", "--kv-cache-memory",
+               str(int(32.06 * 2**30)), "--vllm-version", "0.10.2", "--json")
+    doc = json.loads(p.stdout)
+    assert doc["kv_cache_bytes_per_token"] == 81_920 and doc["kv_cache_tokens"] == 420_208
+    assert doc["num_gpu_blocks"] == 26_263 and doc["fits"] and round(doc["max_concurrency"], 2) == 3.21
+    for key in ("weights_bytes", "available_kv_cache_bytes", "message"):
+        assert key in doc
+
+
+def test_capacity_json_does_not_fit_has_estimate():
+    p = llmcap("capacity", "--model", "meta-llama/Llama-3.1-70B", "--gpu-memory-gib", "80", "-tp", "4",
+               "--max-model-len", "131072", "--kv-cache-memory", str(2 * 2**30), "--json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0 and not doc["fits"] and doc["estimated_max_model_len"] == 26_208
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--model", "nope/nope", "--gpu", "H100"], "model"),
+    (["--model", "Qwen/Qwen3-8B", "--gpu", "H1000"], "gpu"),
+    (["--model", "Qwen/Qwen3-8B"], "gpu"),
+    (["--model", "Qwen/Qwen3-8B", "--gpu", "H100", "-tp", "3"], "tensor_parallel_size"),
+    (["--model", "Qwen/Qwen3-8B", "--gpu", "H100", "--gpu-memory-utilization", "1.2"], "gpu_memory_utilization"),
+    (["--model", "Qwen/Qwen3-8B", "--gpu", "H100", "--max-model-len", "0"], "max_model_len"),
+    (["--model", "Qwen/Qwen3-8B", "--gpu-memory-gib", "-3"], "gpu_memory_gib"),
+    (["--model", "/nonexistent/config.json", "--gpu", "H100"], "model"),
+])
+def test_bad_input_exits_2_with_one_line(args, field):
+    p = llmcap("capacity", *args)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and field in p.stderr and "Traceback" not in p.stderr
+
+
+def test_malformed_config_file(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text('{"hidden_size": 10')
+    p = llmcap("capacity", "--model", str(bad), "--gpu", "H100")
+    assert p.returncode == 2 and "config.json" in p.stderr
+
+
+def test_lists():
+    gpus = json.loads(llmcap("gpus", "--json").stdout)
+    models = json.loads(llmcap("models", "--json").stdout)
+    assert len(gpus) >= 25 and len(models) >= 30
+    assert "H100-SXM" in llmcap("gpus").stdout
+
+
+def test_shared_cli_contract():
+    script = ROOT.parent / "shared" / "checks" / "cli_contract.py"
+    if not script.exists():
+        pytest.skip("shared/checks/cli_contract.py is not beside the project")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=300).stdout
+    for line in out.splitlines():
+        if line.startswith("capacity"):
+            assert line.endswith("all promised keys present"), line
