@@ -10,6 +10,8 @@ from calculators.capacity_report import capacity_document, capacity_text
 from calculators.catalog import CatalogError, get_gpu, get_model, load_gpus, load_models
 from calculators.errors import InvalidInputError
 from calculators.hf_config import load_config_file
+from calculators.perf_report import knee_document, perf_document
+from calculators.roofline import COMPUTE_EFFICIENCY, MEMORY_EFFICIENCY, STEP_OVERHEAD_S, Efficiencies, Roofline
 from calculators.specs import ModelSpec
 from calculators.units import GiB
 from calculators.vllm_capacity import vllm_capacity
@@ -103,12 +105,88 @@ def cmd_models(a: argparse.Namespace) -> int:
     return 0
 
 
+def _perf_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True)
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
+    p.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1)
+    p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16"])
+    p.add_argument("--quantization", default=None)
+    p.add_argument("--kv-cache-dtype", default="auto")
+    p.add_argument("--input-len", type=int, required=True)
+    p.add_argument("--output-len", type=int, required=True)
+    p.add_argument("--compute-efficiency", type=float, default=COMPUTE_EFFICIENCY)
+    p.add_argument("--memory-efficiency", type=float, default=MEMORY_EFFICIENCY)
+    p.add_argument("--step-overhead-ms", type=float, default=STEP_OVERHEAD_S * 1e3)
+    p.add_argument("--json", action="store_true")
+
+
+def _roofline(a: argparse.Namespace) -> Roofline:
+    from calculators.validation import positive_int
+    for name in ("input_len", "output_len"):
+        positive_int(name, getattr(a, name))
+    eff = Efficiencies(compute=a.compute_efficiency, memory=a.memory_efficiency,
+                       step_overhead_s=a.step_overhead_ms / 1e3)
+    return Roofline(resolve_model(a.model), get_gpu(a.gpu), tensor_parallel_size=a.tensor_parallel_size,
+                    pipeline_parallel_size=a.pipeline_parallel_size, quantization=a.quantization, dtype=a.dtype,
+                    kv_cache_dtype=a.kv_cache_dtype, efficiencies=eff)
+
+
+def cmd_perf(a: argparse.Namespace) -> int:
+    from calculators.validation import positive_int
+    doc = perf_document(_roofline(a), batch_size=int(positive_int("batch_size", a.batch_size)),
+                        input_len=a.input_len, output_len=a.output_len)
+    if a.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{doc['model']} on {doc['gpu']} × {doc['tensor_parallel_size']} ({doc['compute_dtype']}), batch "
+          f"{doc['batch_size']}, {doc['input_len']} in / {doc['output_len']} out")
+    print(f"  TTFT {doc['ttft_s'] * 1e3:.1f} ms   TPOT {doc['tpot_s'] * 1e3:.2f} ms   end-to-end "
+          f"{doc['e2e_latency_s']:.2f} s")
+    print(f"  {doc['output_tokens_per_s']:,.0f} output tokens/s per replica, {doc['output_tokens_per_s_per_gpu']:,.0f}"
+          f" per GPU, {doc['tokens_per_s_per_user']:.1f} per user")
+    print(f"  decode step: compute {doc['decode_compute_s'] * 1e3:.2f} ms, memory {doc['decode_memory_s'] * 1e3:.2f}"
+          f" ms, all-reduce {doc['decode_allreduce_s'] * 1e3:.2f} ms, overhead {doc['step_overhead_s'] * 1e3:.1f} ms"
+          f" → {doc['bound']}-bound")
+    print(f"  ridge {doc['ridge_point_flop_per_byte']:.0f} FLOP/byte; {doc['crossover_note']}; "
+          f"KV cache holds {doc['kv_batch_limit']} such sequences")
+    if "warning" in doc:
+        print(f"  warning: {doc['warning']}")
+    return 0
+
+
+def cmd_knee(a: argparse.Namespace) -> int:
+    doc = knee_document(_roofline(a), input_len=a.input_len, output_len=a.output_len,
+                        ttft_target_s=None if a.ttft_ms is None else a.ttft_ms / 1e3,
+                        tpot_target_s=None if a.tpot_ms is None else a.tpot_ms / 1e3,
+                        threshold=a.threshold, max_batch=a.max_batch)
+    if a.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{doc['model']} on {doc['gpu']}: {doc['message']} (KV limit {doc['kv_batch_limit']} sequences)")
+    for row in doc.get("curve", []):
+        print(f"  batch {row['batch_size']:6.0f}  {row['output_tokens_per_s']:10,.0f} tok/s  TTFT "
+              f"{row['ttft_s'] * 1e3:8.1f} ms  TPOT {row['tpot_s'] * 1e3:7.2f} ms")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="llmcap", description="LLM serving capacity planner")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     c = sub.add_parser("capacity", help="KV cache and concurrency as vLLM reports them at start-up")
     _capacity_args(c)
     c.set_defaults(func=cmd_capacity)
+    pf = sub.add_parser("perf", help="roofline step time, latency and throughput at one batch size")
+    _perf_args(pf)
+    pf.add_argument("--batch-size", type=int, required=True)
+    pf.set_defaults(func=cmd_perf)
+    kn = sub.add_parser("knee", help="the knee of the throughput curve and the SLO batch")
+    _perf_args(kn)
+    kn.add_argument("--ttft-ms", type=float)
+    kn.add_argument("--tpot-ms", type=float)
+    kn.add_argument("--threshold", type=float, default=0.15, help="knee: doubling gains less than this")
+    kn.add_argument("--max-batch", type=int)
+    kn.set_defaults(func=cmd_knee)
     for name, func, text in (("gpus", cmd_gpus, "list the GPU catalog"), ("models", cmd_models, "list the models")):
         s = sub.add_parser(name, help=text)
         s.add_argument("--json", action="store_true")
@@ -120,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:  # output piped into `head`
+        return 0
     except InvalidInputError as exc:
         print(f"llmcap: error: {exc}", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ the LM head on the last). Checked against vLLM's ``Model loading took X GiB`` li
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -130,6 +131,30 @@ def resolve_quantization(model: ModelSpec, quantization: str | None) -> str:
     return q
 
 
+SPLITS = ("tp", "kv", "none", "experts")
+
+
+@lru_cache(maxsize=1024)
+def stage_linear_sums(model: ModelSpec, quantization: str, act_bytes: int, first: int,
+                      count: int) -> dict[str, tuple[float, float]]:
+    """``{split: (bytes, parameters)}`` of the linears of layers ``first … first + count − 1``.
+
+    Bytes are in the weight format; parameters count weights only (for FLOP). Cached per model:
+    the per-GPU figures for any TP size are then a few array operations (see :func:`shard`).
+    """
+    sums = {k: [0.0, 0.0] for k in SPLITS}
+    for layer in range(first, first + count):
+        for lin in decoder_layer(model, layer):
+            sums[lin.split][0] += linear_bytes(lin, quantization, act_bytes)
+            sums[lin.split][1] += lin.count * lin.in_features * lin.out_features
+    return {k: (v[0], v[1]) for k, v in sums.items()}
+
+
+def shard(model: ModelSpec, split: str, tp: np.ndarray, ep: np.ndarray | None = None) -> np.ndarray:
+    """Fraction of a linear of this split that one GPU holds (see :class:`Linear`)."""
+    return _shard(Linear(1, 1, 1, split, False), model, tp, ep)
+
+
 def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike = 1,
                            pipeline_parallel_size: int = 1, quantization: str | None = None,
                            dtype: str = "auto", expert_parallel_size: ArrayLike | None = None) -> np.ndarray:
@@ -150,10 +175,10 @@ def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike 
     parts = pp_layer_partition(model.num_hidden_layers, pipeline_parallel_size)
     stages, first = [], 0
     for i, n in enumerate(parts):
+        sums = stage_linear_sums(model, q, s, first, n)
         total = np.zeros_like(tp) + rope + n * norms_per_layer * s
-        for layer in range(first, first + n):
-            for lin in decoder_layer(model, layer):
-                total = total + linear_bytes(lin, q, s) * _shard(lin, model, tp, ep)
+        for split, (nbytes, _) in sums.items():
+            total = total + nbytes * shard(model, split, tp, ep)
         if i == 0:
             total = total + embed
         if i == len(parts) - 1:

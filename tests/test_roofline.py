@@ -1,0 +1,162 @@
+"""Roofline step times, crossover, knee, SLO batch, latency budget and sweep, against hand arithmetic."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from calculators.catalog import get_gpu, get_model
+from calculators.curves import knee_batch, slo_batch
+from calculators.errors import InvalidInputError
+from calculators.latency_budget import latency_budget
+from calculators.perf_model import PerformanceModel
+from calculators.roofline import Efficiencies, Roofline, crossover_batch_size, ridge_point
+from calculators.serving import serving_metrics
+from calculators.sweep import decode_sweep
+
+IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_latency_s=0.0)
+# Llama-3.1-8B by hand: weights 8,030,261,248 × 2 B + cos/sin cache 131,072 × 128 × 2 B;
+# linear FLOP/token 2 × (32 × 218,103,808 linear weights + 525,336,576 LM head) = 15,009,316,864.
+W_8B = 8_030_261_248 * 2 + 131_072 * 128 * 2
+F_8B = 2 * (32 * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336) + 128_256 * 4096)
+KV_8B = 131_072
+ATTN_8B = 4 * 32 * 128 * 32  # QKᵀ and AV, 2 FLOP per multiply-add, 32 heads × 128 × 32 layers
+
+
+def test_ridge_points_match_datasheets():
+    assert ridge_point(get_gpu("A100-80GB")) == pytest.approx(312e12 / 2.039e12)  # ≈ 153 FLOP/byte
+    assert ridge_point(get_gpu("H100")) == pytest.approx(295.3, abs=0.1)
+
+
+def test_single_sequence_decode_reads_the_weights():
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), efficiencies=IDEAL)
+    t = r.decode_breakdown(1, 1)
+    assert t["bytes"] == pytest.approx(W_8B + KV_8B, rel=1e-9)
+    assert t["flop"] == pytest.approx(F_8B + ATTN_8B, rel=1e-9)
+    assert r.decode_step_time_s(1, 1) == pytest.approx((W_8B + KV_8B) / 3.35e12, rel=1e-9)  # 4.80 ms
+    assert isinstance(r, PerformanceModel)
+
+
+def test_crossover_batch_by_hand():
+    # B · (F + a·C) / peak = (W + B · kv · C) / bw  ⇒  B* = R·W / (F + a·C − R·kv·C), R = 989.4e12 / 3.35e12.
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), efficiencies=IDEAL)
+    ridge = 989.4e12 / 3.35e12
+    for ctx in (1, 64):
+        expected = ridge * W_8B / (F_8B + ATTN_8B * ctx - ridge * KV_8B * ctx)
+        assert crossover_batch_size(r, ctx) == pytest.approx(expected, rel=1e-6)
+    # At 512 tokens the denominator is negative (15.0 GFLOP + 0.27 GFLOP < 295 × 67.1 MB): never compute-bound.
+    assert F_8B + ATTN_8B * 512 < ridge * KV_8B * 512
+    assert math.isinf(crossover_batch_size(r, 512))
+
+
+def test_long_context_keeps_decode_memory_bound():
+    # Llama-3.1-70B TP4, 2,048 tokens: per sequence 81,920 B × 2,048 = 168 MB read against ≈ 36.6 GFLOP:
+    # 218 FLOP/byte, under the effective ridge 295 × 0.7 / 0.8 = 258 → memory-bound at every batch size.
+    r = Roofline(get_model("meta-llama/Llama-3.1-70B"), get_gpu("H100"), tensor_parallel_size=4)
+    short, long_ = crossover_batch_size(r, [128, 2048])
+    assert math.isfinite(short) and math.isinf(long_)
+
+
+def test_moe_reads_expected_distinct_experts():
+    # Mixtral: 8 experts, top-2. E·(1 − (1 − k/E)^B) experts per layer: B=1 → 2, B=2 → 3.5, B=64 → ≈ 8.
+    m = get_model("mistralai/Mixtral-8x7B-v0.1")
+    r = Roofline(m, get_gpu("H100"), efficiencies=IDEAL)
+    c = r.coefficients
+    b1, b2, b64 = (r.decode_breakdown(b, 1)["bytes"] - b * c.kv_full_bytes_per_token for b in (1, 2, 64))
+    assert b1 == pytest.approx(c.dense_weight_bytes + c.expert_weight_bytes * 2 / 8)
+    assert b2 == pytest.approx(c.dense_weight_bytes + c.expert_weight_bytes * 3.5 / 8)
+    assert b64 == pytest.approx(c.dense_weight_bytes + c.expert_weight_bytes, rel=1e-6)
+
+
+def test_tensor_parallel_all_reduce():
+    # Two ring all-reduces per layer: 2 × 32 × (2·(2−1)/2 × 64 tokens × 4,096 × 2 B / 450 GB/s + 10 µs) = 0.7146 ms.
+    e = Efficiencies(step_overhead_s=0.0)
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), tensor_parallel_size=2, efficiencies=e)
+    assert r.decode_breakdown(64, 100)["allreduce_s"] == pytest.approx(64 * (64 * 4096 * 2 / 450e9 + 10e-6))
+
+
+def test_pipeline_bubble():
+    r = Roofline(get_model("meta-llama/Llama-3.1-70B"), get_gpu("H100"), tensor_parallel_size=4,
+                 pipeline_parallel_size=2)
+    assert r.decode_breakdown(8, 100)["bubble_fraction"] == pytest.approx(1 / 3)  # (pp−1)/(pp−1+m), m = pp = 2
+
+
+def test_prefill_quadratic_attention():
+    # At ideal efficiency a compute-bound prefill of P tokens costs (P·F + a·P(P+1)/2) / peak.
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), efficiencies=IDEAL,
+                 max_num_batched_tokens=100_000)
+    p = 8192
+    assert r.prefill_time_s(p) == pytest.approx((p * F_8B + ATTN_8B * p * (p + 1) / 2) / 989.4e12, rel=1e-6)
+
+
+def test_serving_metrics_relations():
+    r = Roofline(get_model("Qwen/Qwen3-8B"), get_gpu("H100"))
+    m = serving_metrics(r, 16, 1000, 200)
+    assert m["e2e_latency_s"] == pytest.approx(m["ttft_s"] + 199 * m["tpot_s"])
+    assert m["output_tokens_per_s"] < 16 / m["tpot_s"]  # prefill takes its share
+    assert m["output_tokens_per_s_per_gpu"] == m["output_tokens_per_s"]
+
+
+def test_knee_and_slo_batch():
+    b = [1, 2, 4, 8, 16]
+    assert knee_batch(b, [10, 19, 30, 33, 34]) == 4  # 4 → 8 gains 10 % < 15 %
+    assert knee_batch(b, [10, 19, 30, 33, 34], threshold=0.05) == 8
+    assert knee_batch(b, [1, 2, 4, 8, 16]) == 16  # every doubling still pays
+    assert slo_batch(b, [0.1] * 5, [0.01, 0.02, 0.03, 0.05, 0.09], tpot_target_s=0.05) == 8
+    assert slo_batch(b, [0.1] * 5, [0.06] * 5, tpot_target_s=0.05) is None
+
+
+def test_latency_budget_seed_001():
+    # Seed 001: p95 budget 300 ms, single-stream service 200 ms → max_wait ≤ 100 ms.
+    lb = latency_budget(target_s=0.3, prefill_s=0.02, tpot_s=0.01, output_len=19)
+    assert lb["total_s"] == pytest.approx(0.2) and lb["max_wait_s"] == pytest.approx(0.1)
+    short = latency_budget(target_s=0.1, prefill_s=0.02, tpot_s=0.01, output_len=19, network_s=0.01)
+    assert short["margin_s"] == pytest.approx(-0.11) and not short["meets_target"] and short["max_wait_s"] == 0
+
+
+def test_sweep_equals_scalar_models():
+    models = [get_model("meta-llama/Llama-3.1-8B"), get_model("Qwen/Qwen3-30B-A3B")]
+    gpus = [get_gpu("H100"), get_gpu("A100-80GB")]
+    df = decode_sweep(models, gpus, [1, 2, 4], np.array([1, 16, 256]), np.array([128, 8192]))
+    assert len(df) == 2 * 2 * 3 * 3 * 2
+    for row in df.sample(10, random_state=0).itertuples():
+        r = Roofline(next(m for m in models if m.id == row.model), get_gpu(row.gpu),
+                     tensor_parallel_size=row.tensor_parallel_size)
+        assert row.decode_step_s == pytest.approx(r.decode_step_time_s(row.batch_size, row.context_tokens).item())
+
+
+def test_bad_inputs():
+    with pytest.raises(InvalidInputError, match="compute_efficiency"):
+        Efficiencies(compute=1.5)
+    r = Roofline(get_model("Qwen/Qwen3-8B"), get_gpu("H100"))
+    with pytest.raises(InvalidInputError, match="batch_size"):
+        r.decode_step_time_s(0, 100)
+    with pytest.raises(InvalidInputError, match="context_tokens"):
+        r.decode_step_time_s(1, -1)
+
+
+def _llmcap(*args):
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.run([sys.executable, "-m", "calculators.cli", *args], capture_output=True, text=True,
+                          cwd=root, timeout=60)
+
+
+def test_cli_perf_and_knee():
+    doc = json.loads(_llmcap("perf", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100", "-tp", "4",
+                             "--batch-size", "32", "--input-len", "2048", "--output-len", "256", "--json").stdout)
+    assert doc["bound"] == "memory" and doc["crossover_batch_size"] is None and doc["kv_batch_limit"] > 32
+    assert doc["e2e_latency_s"] == pytest.approx(doc["ttft_s"] + 255 * doc["tpot_s"])
+    knee = json.loads(_llmcap("knee", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "L40S", "-tp", "4",
+                              "--input-len", "512", "--output-len", "256", "--tpot-ms", "10", "--json").stdout)
+    assert knee["slo_batch_size"] is None and "TPOT ≥" in knee["message"]
+    p = _llmcap("perf", "--model", "Qwen/Qwen3-8B", "--gpu", "H100", "--batch-size", "4", "--input-len", "60000",
+                "--output-len", "10")
+    assert p.returncode == 2 and "max_position_embeddings" in p.stderr
+    p = _llmcap("perf", "--model", "Qwen/Qwen3-8B", "--gpu", "H100", "--batch-size", "0", "--input-len", "6",
+                "--output-len", "10")
+    assert p.returncode == 2 and "batch_size" in p.stderr
