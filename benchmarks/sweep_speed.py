@@ -41,8 +41,8 @@ def main() -> None:
     keys = list(rooflines)
     rng = np.random.default_rng(0)
     sample = 2000
-    picks = [(keys[i], int(b), float(c)) for i, b, c in zip(rng.integers(len(keys), size=sample),
-                                                          rng.choice(BATCHES, sample), rng.choice(CONTEXTS, sample))]
+    columns = (rng.integers(len(keys), size=sample), rng.choice(BATCHES, sample), rng.choice(CONTEXTS, sample))
+    picks = [(keys[i], int(b), float(c)) for i, b, c in zip(*columns, strict=True)]
     t0 = time.perf_counter()
     for key, b, c in picks:
         rooflines[key].decode_step_time_s(b, c)

@@ -131,7 +131,7 @@ def _core_dims(c: dict[str, Any]) -> dict[str, Any]:
                                   "n_inner", default=4 * hidden if is_falcon else None, minimum=0),
         "vocab_size": _int(c, "vocab_size", "padded_vocab_size"),
         "max_position_embeddings": _int(c, "max_position_embeddings", "max_sequence_length",
-                                        "seq_length", default=2048 if is_falcon else None),
+                                        "seq_length", "n_positions", default=2048 if is_falcon else None),
         "tie_word_embeddings": bool(c.get("tie_word_embeddings", _ties_by_default(c, is_falcon))),
         "torch_dtype": _DTYPES[dtype],
         "gated_mlp": not is_falcon,
@@ -278,7 +278,8 @@ def _rope(c: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
     """Size of vLLM's cos/sin cache: positions × rotary dims, one per distinct rope setting."""
     if c.get("alibi") or c.get("position_embedding_type") == "alibi":
         return {"rotary_dim": 0, "rope_cache_positions": 0, "num_rope_caches": 0}
-    rotary = fields.get("qk_rope_head_dim") or int(fields["head_dim"] * float(c.get("partial_rotary_factor", 1.0)))
+    rotary = (fields.get("qk_rope_head_dim") or c.get("rotary_dim")
+              or int(fields["head_dim"] * float(c.get("partial_rotary_factor", 1.0))))
     scaling = c.get("rope_scaling") or {}
     positions = fields["max_position_embeddings"]
     if isinstance(scaling, dict) and (scaling.get("rope_type") or scaling.get("type")) in {"yarn", "deepseek_yarn"}:

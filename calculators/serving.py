@@ -28,7 +28,8 @@ def serving_metrics(pm: PerformanceModel, batch_size: ArrayLike, input_len: Arra
     tpot_s = pm.decode_step_time_s(b, i + o / 2)
     cycle_s = o * tpot_s + pm.prefill_time_s(i, b)
     out_tps = b * o / cycle_s
-    return {
+    shape = np.broadcast_shapes(np.shape(prefill_s), np.shape(cycle_s))
+    out = {
         "prefill_s": prefill_s,
         "ttft_s": prefill_s,
         "tpot_s": tpot_s,
@@ -39,3 +40,4 @@ def serving_metrics(pm: PerformanceModel, batch_size: ArrayLike, input_len: Arra
         "tokens_per_s_per_user": 1 / tpot_s,
         "requests_per_s": b / cycle_s,
     }
+    return {k: np.broadcast_to(v, shape) for k, v in out.items()}

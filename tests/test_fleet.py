@@ -1,0 +1,115 @@
+"""Fleet planner: layouts, replicas for a load under an SLO, cost."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from calculators.catalog import get_gpu, get_model
+from calculators.errors import InvalidInputError
+from calculators.fleet import (
+    Layout,
+    Workload,
+    _nodes,
+    enumerate_layouts,
+    fleet_summary,
+    gpu_price,
+    pareto_front,
+    plan_fleet,
+    plan_layout,
+)
+
+LLAMA70 = "meta-llama/Llama-3.1-70B-Instruct"
+DONE_WHEN = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0, tpot_p99_s=0.05)
+
+
+def test_layouts_enumerated_within_a_node():
+    lay = enumerate_layouts(get_model(LLAMA70), [get_gpu("H100")])
+    assert {(x.tensor_parallel_size, x.pipeline_parallel_size) for x in lay} == {
+        (t, p) for t in (1, 2, 4, 8) for p in (1, 2, 4)}  # TP ≤ 8 GPUs per node; 64 heads divide
+    moe = enumerate_layouts(get_model("Qwen/Qwen3-30B-A3B"), [get_gpu("H100")], max_pp=1)
+    assert all(x.expert_parallel == (x.tensor_parallel_size > 1) for x in moe)
+
+
+def test_nodes_pack_replicas():
+    h100 = get_gpu("H100")  # 8 GPUs per node
+    assert _nodes(Layout(h100, 4), 11) == 6  # two TP4 replicas per node
+    assert _nodes(Layout(h100, 8, 2), 3) == 6  # a TP8×PP2 replica spans two nodes
+
+
+def test_price_is_median_of_catalog_or_given():
+    value, source = gpu_price(get_gpu("MI300X"))
+    assert value == 1.85 and "median of 3" in source  # 1.50, 1.85, 3.49
+    assert gpu_price(get_gpu("H100"), 2.5) == (2.5, "given")
+
+
+def test_done_when_scenario_ranks_layouts_with_costs():
+    plans = plan_fleet(get_model(LLAMA70), [get_gpu("H100"), get_gpu("H200"), get_gpu("MI300X")], DONE_WHEN,
+                       max_pp=2)
+    best = plans[0]
+    assert best.meets_slo and best.fits
+    met = [p for p in plans if p.meets_slo]
+    assert {p.gpu for p in met} == {"H100-SXM", "H200-SXM", "MI300X"}
+    costs = [p.usd_per_hour for p in met]
+    assert costs == sorted(costs)
+    for p in met:
+        # enough capacity for 40 req/s under the 0.8 utilisation cap, and the SLO holds
+        assert p.replicas * p.replica_requests_per_s * 0.8 >= 40 - 1e-9
+        assert p.ttft_p99_s <= 1.0 and p.tpot_s <= 0.05
+        assert p.total_gpus == p.replicas * p.tensor_parallel_size * p.pipeline_parallel_size
+        # $/hour = GPUs × $/GPU-hour; all-in $/1M tokens = $/s ÷ (λ·(I+O)) × 10^6
+        assert p.usd_per_hour == pytest.approx(p.total_gpus * p.usd_per_gpu_hour)
+        assert p.usd_per_million_tokens == pytest.approx(p.usd_per_hour / 3600 / (40 * 2300) * 1e6)
+        split = p.usd_per_million_input_tokens * 2000 + p.usd_per_million_output_tokens * 300
+        assert split == pytest.approx(p.usd_per_million_tokens * 2300)
+    unfit = [p for p in plans if not p.fits]
+    assert any("weights need" in p.message for p in unfit)  # TP1 on an 80 GB H100
+    assert pareto_front(plans)
+
+
+def test_slo_nothing_meets_gives_closest_and_what_to_change():
+    w = Workload(request_rate_per_s=5, input_len=2000, output_len=300, ttft_p99_s=0.05, tpot_p99_s=0.005)
+    plans = plan_fleet(get_model(LLAMA70), [get_gpu("H100")], w, max_pp=1)
+    assert not any(p.meets_slo for p in plans)
+    summary = fleet_summary(get_model(LLAMA70), plans)
+    assert "no layout meets the SLO" in summary and "TPOT ≥" in summary and "loosen the SLO" in summary
+
+
+def test_model_too_big_for_every_layout():
+    plans = plan_fleet(get_model("meta-llama/Llama-3.1-405B"), [get_gpu("L4")], DONE_WHEN, max_pp=1)
+    assert not any(p.fits for p in plans)
+    assert "fits no layout" in fleet_summary(get_model("meta-llama/Llama-3.1-405B"), plans)
+
+
+def test_gpu_without_price():
+    g = get_gpu("TPU v6e")
+    plan = plan_layout(get_model("Qwen/Qwen3-8B"), Layout(g, 1), Workload(1, 500, 100))
+    if g.prices:
+        pytest.skip("the catalog now has a TPU v6e price")
+    assert plan.fits and plan.usd_per_hour is None and "no price" in plan.notes[0]
+
+
+@pytest.mark.parametrize("field, kwargs", [("request_rate_per_s", {"request_rate_per_s": 0}),
+                                           ("input_len", {"input_len": -1}),
+                                           ("tpot_p99_s", {"tpot_p99_s": 0})])
+def test_bad_workload(field, kwargs):
+    args = {"request_rate_per_s": 1, "input_len": 100, "output_len": 100, **kwargs}
+    with pytest.raises(InvalidInputError, match=field):
+        Workload(**args)
+
+
+def test_cli_plan_json():
+    root = Path(__file__).resolve().parent.parent
+    p = subprocess.run([sys.executable, "-m", "calculators.cli", "plan", "--model", LLAMA70, "--gpu", "H100",
+                        "--gpu", "MI300X", "--request-rate", "40", "--input-len", "2000", "--output-len", "300",
+                        "--ttft-p99-ms", "1000", "--tpot-p99-ms", "50", "--max-pipeline-parallel-size", "1",
+                        "--json"], capture_output=True, text=True, cwd=root, timeout=120)
+    doc = json.loads(p.stdout)
+    first = doc["layouts"][0]
+    for key in ("gpu", "tensor_parallel_size", "pipeline_parallel_size", "replicas", "total_gpus", "batch_size",
+                "output_tokens_per_s_per_gpu", "usd_per_hour", "usd_per_million_output_tokens", "meets_slo"):
+        assert key in first
+    assert first["meets_slo"] and "vllm serve" in first["vllm_serve"]
