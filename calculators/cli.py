@@ -52,6 +52,7 @@ def _capacity_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default="auto", choices=["auto", "v0", "v1", "V0", "V1"])
     p.add_argument("--seq-len-mean", type=float, help="mean prompt + output tokens, for max_num_seqs advice")
     p.add_argument("--seq-len-p95", type=float, help="95th percentile of prompt + output tokens")
+    p.add_argument("--calibration", help="a calibration file; recorded in the result (memory is not timed)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -70,8 +71,11 @@ def cmd_capacity(a: argparse.Namespace) -> int:
         max_model_len=a.max_model_len, max_num_batched_tokens=a.max_num_batched_tokens, max_num_seqs=a.max_num_seqs,
         block_size=a.block_size, enforce_eager=a.enforce_eager, kv_cache_memory_bytes=a.kv_cache_memory,
         vllm_version=a.vllm_version, engine=a.engine, expert_parallel_size=tp if a.enable_expert_parallel else None)
+    cal = _load_calibration(a.calibration)
     served = a.model if not (a.model.endswith(".json") or Path(a.model).is_file()) else model.id
     doc = capacity_document(model, result, mean_len=a.seq_len_mean, p95_len=a.seq_len_p95, served_name=served)
+    if cal:
+        doc["calibration"] = json.loads(cal.to_json())
     print(json.dumps(doc, indent=2) if a.json else capacity_text(doc))
     return 0
 
@@ -118,15 +122,80 @@ def _perf_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compute-efficiency", type=float, default=COMPUTE_EFFICIENCY)
     p.add_argument("--memory-efficiency", type=float, default=MEMORY_EFFICIENCY)
     p.add_argument("--step-overhead-ms", type=float, default=STEP_OVERHEAD_S * 1e3)
+    p.add_argument("--calibration", help="a calibration file saved by `llmcap profile calibrate --output`")
     p.add_argument("--json", action="store_true")
 
 
+def _read_files(paths: list[str]) -> list[tuple[str, bytes]]:
+    from calculators.profiles import MAX_PROFILE_BYTES
+    out = []
+    for name in paths:
+        path = Path(name)
+        try:
+            if path.stat().st_size > MAX_PROFILE_BYTES:
+                raise InvalidInputError(name, f"{path.stat().st_size} bytes", f"at most {MAX_PROFILE_BYTES} bytes")
+            out.append((path.name, path.read_bytes()))
+        except OSError as exc:
+            raise InvalidInputError("file", name, f"a readable file ({exc.strerror})") from None
+    return out
+
+
+def _load_calibration(path: str | None):
+    from calculators.calibration import Calibration
+    if path is None:
+        return None
+    return Calibration.from_json(_read_files([path])[0][1])
+
+
 def _roofline(a: argparse.Namespace) -> Roofline:
+    from calculators.calibration import calibrated
     from calculators.validation import positive_int
     for name in ("input_len", "output_len"):
         positive_int(name, getattr(a, name))
     eff = Efficiencies(compute=a.compute_efficiency, memory=a.memory_efficiency,
                        step_overhead_s=a.step_overhead_ms / 1e3)
+    cal = _load_calibration(getattr(a, "calibration", None))
+    r = _plain_roofline(a, eff)
+    return calibrated(r, cal) if cal else r
+
+
+def cmd_profile_import(a: argparse.Namespace) -> int:
+    from calculators.profiles import load_many
+    profile = load_many(_read_files(a.files))
+    doc = profile.model_dump(mode="json")
+    if a.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{profile.source_format}: {profile.model or 'model not stated'} on {profile.gpu or 'GPU not stated'}, "
+          f"{len(profile.load_points)} load point(s)")
+    for lp in profile.load_points:
+        load = f"rate {lp.request_rate_per_s:g}/s" if lp.request_rate_per_s is not None else f"conc {lp.concurrency}"
+        tpot = lp.tpot_s.median if lp.tpot_s and lp.tpot_s.median else (lp.tpot_s.mean if lp.tpot_s else None)
+        ttft = lp.ttft_s.median if lp.ttft_s else None
+        print(f"  {load:14s} {lp.output_tokens_per_s or 0:10,.0f} out tok/s  TTFT p50 "
+              f"{(ttft or 0) * 1e3:8.1f} ms  TPOT {(tpot or 0) * 1e3:7.2f} ms")
+    return 0
+
+
+def cmd_profile_calibrate(a: argparse.Namespace) -> int:
+    from calculators.calibration import calibrate, profile_points
+    from calculators.profiles import load_many
+    profile = load_many(_read_files(a.files))
+    r = _plain_roofline(a, Efficiencies())
+    cal = calibrate(r, profile_points(profile), source=", ".join(profile.source_files))
+    if a.output:
+        Path(a.output).write_text(cal.to_json())
+    doc = {**json.loads(cal.to_json()), "permalink_param": cal.to_param()}
+    if a.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{cal.model} on {cal.gpu} × {cal.tensor_parallel_size}: compute efficiency {cal.compute_efficiency:.2f}, "
+          f"memory efficiency {cal.memory_efficiency:.2f}, step overhead {cal.step_overhead_s * 1e3:.2f} ms "
+          f"(median |error| {cal.median_abs_error:.1%} over {cal.points} points)")
+    return 0
+
+
+def _plain_roofline(a: argparse.Namespace, eff: Efficiencies) -> Roofline:
     return Roofline(resolve_model(a.model), get_gpu(a.gpu), tensor_parallel_size=a.tensor_parallel_size,
                     pipeline_parallel_size=a.pipeline_parallel_size, quantization=a.quantization, dtype=a.dtype,
                     kv_cache_dtype=a.kv_cache_dtype, efficiencies=eff)
@@ -241,6 +310,24 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--max-pipeline-parallel-size", type=int, default=4)
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(func=cmd_plan)
+    pr = sub.add_parser("profile", help="import measured benchmark runs and calibrate the model on them")
+    prs = pr.add_subparsers(dest="profile_command", required=True, parser_class=_Parser)
+    imp = prs.add_parser("import", help="read benchmark files into one normalised profile")
+    imp.add_argument("files", nargs="+")
+    imp.add_argument("--json", action="store_true")
+    imp.set_defaults(func=cmd_profile_import)
+    cal = prs.add_parser("calibrate", help="fit the roofline's efficiencies to a measured profile")
+    cal.add_argument("files", nargs="+")
+    cal.add_argument("--model", required=True)
+    cal.add_argument("--gpu", required=True)
+    cal.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
+    cal.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1)
+    cal.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16"])
+    cal.add_argument("--quantization", default=None)
+    cal.add_argument("--kv-cache-dtype", default="auto")
+    cal.add_argument("--output", "-o", help="save the calibration (JSON) here")
+    cal.add_argument("--json", action="store_true")
+    cal.set_defaults(func=cmd_profile_calibrate)
     for name, func, text in (("gpus", cmd_gpus, "list the GPU catalog"), ("models", cmd_models, "list the models")):
         s = sub.add_parser(name, help=text)
         s.add_argument("--json", action="store_true")

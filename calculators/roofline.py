@@ -59,9 +59,9 @@ class Efficiencies:
         fraction("compute_efficiency", self.compute)
         fraction("memory_efficiency", self.memory)
         for name in ("step_overhead_s", "allreduce_latency_s"):
-            v = getattr(self, name)
-            if not (np.isfinite(v) and v >= 0):
-                raise InvalidInputError(name, v, "a non-negative number of seconds")
+            v = np.asarray(getattr(self, name), dtype=np.float64)
+            if not np.all(np.isfinite(v) & (v >= 0)):
+                raise InvalidInputError(name, v.tolist(), "a non-negative number of seconds")
 
 
 def compute_dtype(gpu: GPUSpec, quantization: str, model_dtype: str) -> str:
