@@ -12,6 +12,7 @@ from calculators.errors import InvalidInputError
 from calculators.hf_config import load_config_file
 from calculators.perf_report import knee_document, perf_document
 from calculators.roofline import COMPUTE_EFFICIENCY, MEMORY_EFFICIENCY, STEP_OVERHEAD_S, Efficiencies, Roofline
+from calculators.simulate_cli import add_simulate_parser
 from calculators.specs import ModelSpec
 from calculators.units import GiB
 from calculators.vllm_capacity import vllm_capacity
@@ -328,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--output", "-o", help="save the calibration (JSON) here")
     cal.add_argument("--json", action="store_true")
     cal.set_defaults(func=cmd_profile_calibrate)
+    add_simulate_parser(sub)
     for name, func, text in (("gpus", cmd_gpus, "list the GPU catalog"), ("models", cmd_models, "list the models")):
         s = sub.add_parser(name, help=text)
         s.add_argument("--json", action="store_true")

@@ -1,0 +1,192 @@
+"""The scenario inputs in the sidebar, bound to URL query parameters with short stable keys.
+
+Widget keys are the URL keys of :data:`calculators.scenario.QUERY_KEYS`. On a session's first run
+the raw URL is read once: unknown or invalid parameters become messages, aliases become ids, and
+custom GPUs/models carried in ``cgpu``/``cmodel`` are added to this session.
+"""
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from app.ui import state
+from calculators.errors import InvalidInputError
+from calculators.scenario import (
+    DTYPE_CHOICES,
+    FIELD_TO_KEY,
+    KV_DTYPE_CHOICES,
+    QUANT_CHOICES,
+    VLLM_RELEASES,
+    Scenario,
+    decode_config,
+    decode_custom_gpu,
+    encode_config,
+    encode_custom_gpu,
+    pinned_scenario,
+    scenario_from_query,
+    scenario_to_query,
+)
+
+BIND = {"bind": "query-params"}
+_AUTO = "0 = vLLM's default"
+
+
+def _first_run() -> None:
+    """Read the URL once per session: messages, aliases, custom specs."""
+    ss = st.session_state
+    if "_url_messages" in ss:
+        return
+    params = st.query_params.to_dict()
+    messages: list[str] = []
+    if "cgpu" in params:
+        try:
+            g = decode_custom_gpu(params["cgpu"])
+            state.custom_gpus()[g.id] = g
+        except InvalidInputError as exc:
+            messages.append(f"custom GPU in the link ignored: {exc}")
+    if "cmodel" in params:
+        try:
+            from calculators.hf_config import model_from_config
+            cfg = decode_config(params["cmodel"])
+            mid = str(cfg.get("_name_or_path") or "custom-model")
+            m = model_from_config(cfg, id=mid)
+            state.custom_models()[m.id] = (m, cfg)
+        except InvalidInputError as exc:
+            messages.append(f"custom model in the link ignored: {exc}")
+    scenario, msgs = scenario_from_query(params)
+    messages += msgs
+    for key, resolve, options in (("model", state.resolve_model, state.model_options),
+                                  ("gpu", state.resolve_gpu, state.gpu_options)):
+        if key not in params:
+            continue
+        raw = params[key]
+        try:
+            spec = resolve(raw)
+        except InvalidInputError as exc:
+            messages.append(f"{key}={raw!r} ignored: {exc.allowed}; using the default")
+            continue
+        if key == "model" and spec.id != raw and raw not in state.custom_models():
+            ss.setdefault("_model_aliases", []).append(raw)  # keep the name the user gave, like the CLI
+        elif spec.id != raw and spec.id in options():
+            ss[key] = spec.id
+    ss["_url_messages"] = messages
+
+
+def sidebar() -> tuple[Scenario, dict]:
+    """Render the inputs; return the scenario and one placeholder per field for error messages."""
+    _first_run()
+    sb = st.sidebar
+    ph: dict[str, object] = {}
+    sb.header("Scenario")
+    gpus = state.gpu_options()
+    from calculators.catalog import load_gpus
+    names = {g.id: g.name for g in load_gpus().values()}
+    v: dict = {}
+    v["model"] = sb.selectbox("Model", state.model_options(), key="model",
+                              **_index("model", state.model_options(), Scenario().model), **BIND)
+    ph["model"] = sb.empty()
+    v["gpu"] = sb.selectbox("GPU", gpus, key="gpu", **_index("gpu", gpus, Scenario().gpu),
+                            help="catalog id (the URL key); the full name is shown below", **BIND)
+    sb.caption(names.get(v["gpu"], f"{v['gpu']} (custom GPU, this session)"))
+    ph["gpu"] = sb.empty()
+    c1, c2 = sb.columns(2)
+    v["tensor_parallel_size"] = c1.number_input("tensor_parallel_size", 1, 1024, 1, key="tp", **BIND)
+    v["pipeline_parallel_size"] = c2.number_input("pipeline_parallel_size", 1, 1024, 1, key="pp", **BIND)
+    ph["tensor_parallel_size"] = sb.empty()
+    ph["pipeline_parallel_size"] = sb.empty()
+    v["gpu_memory_utilization"] = sb.number_input("gpu_memory_utilization", 0.05, 1.0, 0.9, 0.01, format="%.2f",
+                                                  key="util", **BIND)
+    ph["gpu_memory_utilization"] = sb.empty()
+    v["max_model_len"] = sb.number_input("max_model_len [tokens]", 0, 10_000_000, 0, 1024, key="max_len",
+                                         help=f"{_AUTO} (the model's max_position_embeddings)", **BIND)
+    ph["max_model_len"] = sb.empty()
+    v["vllm_version"] = sb.selectbox("vLLM version", VLLM_RELEASES, index=len(VLLM_RELEASES) - 1, key="vllm", **BIND)
+    ph["vllm_version"] = sb.empty()
+    c3, c4 = sb.columns(2)
+    v["mean_len"] = c3.number_input("mean_len [tokens]", 0.0, 10_000_000.0, 2048.0, 256.0, format="%g",
+                                    key="mean_len", help="typical prompt + output tokens; 0 = no advice", **BIND)
+    v["p95_len"] = c4.number_input("p95_len [tokens]", 0.0, 10_000_000.0, 0.0, 256.0, format="%g", key="p95_len",
+                                   help="95th percentile of prompt + output; 0 = all requests at the mean", **BIND)
+    ph["mean_len"] = sb.empty()
+    ph["p95_len"] = sb.empty()
+    with sb.expander("More vLLM flags"):
+        v["dtype"] = st.selectbox("dtype", DTYPE_CHOICES, key="dtype", **BIND)
+        ph["dtype"] = st.empty()
+        v["quantization"] = st.selectbox("quantization", QUANT_CHOICES, key="quant", **BIND)
+        ph["quantization"] = st.empty()
+        v["kv_cache_dtype"] = st.selectbox("kv_cache_dtype", KV_DTYPE_CHOICES, key="kv_dtype", **BIND)
+        ph["kv_cache_dtype"] = st.empty()
+        v["max_num_batched_tokens"] = st.number_input("max_num_batched_tokens", 0, 10_000_000, 0, 1024, key="mnbt",
+                                                      help=_AUTO, **BIND)
+        ph["max_num_batched_tokens"] = st.empty()
+        v["max_num_seqs"] = st.number_input("max_num_seqs", 0, 1_000_000, 0, 8, key="max_seqs", help=_AUTO, **BIND)
+        ph["max_num_seqs"] = st.empty()
+        v["block_size"] = st.number_input("block_size [tokens]", 0, 4096, 0, 16, key="block", help=_AUTO, **BIND)
+        ph["block_size"] = st.empty()
+        v["enforce_eager"] = st.checkbox("enforce_eager", key="eager", **BIND)
+        v["kv_cache_memory_gib"] = st.number_input("kv_cache_memory [GiB per GPU]", 0.0, 4096.0, 0.0, 0.5,
+                                                   format="%g", key="kv_mem",
+                                                   help="0 = estimate it; otherwise vLLM's --kv-cache-memory", **BIND)
+        ph["kv_cache_memory"] = st.empty()
+    for k in ("max_model_len", "max_num_batched_tokens", "max_num_seqs", "block_size", "kv_cache_memory_gib",
+              "mean_len", "p95_len"):
+        v[k] = v[k] or None
+    try:
+        scenario = Scenario(**v)
+    except Exception as exc:  # widget limits make this unreachable; never show a traceback
+        sb.error(f"invalid input: {exc}")
+        scenario = Scenario()
+    for msg in st.session_state.get("_url_messages", []):
+        sb.warning(f"Link: {msg}")
+    return scenario, ph
+
+
+def _index(key: str, options: list[str], value: str) -> dict:
+    """``index=`` of the default, unless session state already holds the widget's value."""
+    if key in st.session_state:
+        return {}
+    return {"index": options.index(value) if value in options else 0}
+
+
+def show_input_error(ctx: state.Computed, ph: dict) -> None:
+    """Put the calculator's error next to the input it names."""
+    if ctx.error_field is not None:
+        for msg in ctx.messages:
+            ph[ctx.error_field].warning(f"{msg} — max_num_seqs advice skipped")
+    if ctx.error is None:
+        return
+    field = ctx.error.field
+    target = ph.get(field) or ph.get(field.split(".")[0])
+    if target is None:
+        target = ph["model"] if field.startswith(("config", "num_", "head")) else ph["gpu"]
+    target.error(str(ctx.error))
+
+
+def permalink(ctx: state.Computed) -> str:
+    """Every input, defaults included (vLLM's resolved defaults written in), with ``v=1``."""
+    scn = ctx.scenario
+    if ctx.doc is not None:
+        scn = pinned_scenario(scn, ctx.doc["settings"])
+    cg = state.custom_gpus().get(scn.gpu)
+    cm = state.custom_models().get(scn.model)
+    query = scenario_to_query(scn, custom_gpu=encode_custom_gpu(cg) if cg else None,
+                              custom_model=encode_config(cm[1]) if cm else None)
+    base = "/"
+    try:
+        url = st.context.url
+        if url:
+            base = url.split("?")[0]
+    except Exception:  # AppTest and old servers have no URL
+        pass
+    return f"{base}?{urlencode(query)}"
+
+
+def show_permalink(ctx: state.Computed) -> None:
+    """A link and its text. (Not ``st.code``: its highlighter chunk delays the first paint by ~1 s.)"""
+    url = permalink(ctx)
+    st.sidebar.markdown(f"[Permalink]({url}) — every input, defaults included, format v=1")
+    st.sidebar.caption(f"`{url}`")
+
+
+__all__ = ["sidebar", "show_input_error", "show_permalink", "permalink", "FIELD_TO_KEY"]

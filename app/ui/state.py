@@ -1,0 +1,115 @@
+"""Session state: the catalogs, this session's custom GPUs and models, and the computed result.
+
+Custom specs live in ``st.session_state`` only (never a process-wide cache), so one user's custom
+GPU never shows up in another user's session.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from calculators.catalog import get_gpu, get_model, load_gpus, load_models
+from calculators.errors import InvalidInputError
+from calculators.scenario import Scenario
+from calculators.specs import GPUSpec, ModelSpec
+
+CUSTOM_GPUS = "custom_gpus"      # id -> GPUSpec
+CUSTOM_MODELS = "custom_models"  # id -> (ModelSpec, config dict)
+
+
+@dataclass
+class Computed:
+    """What every view reads: the scenario, its specs, the capacity document, or the error."""
+
+    scenario: Scenario
+    model: ModelSpec | None = None
+    gpu: GPUSpec | None = None
+    result: object | None = None
+    doc: dict | None = None
+    error: InvalidInputError | None = None
+    messages: list[str] = field(default_factory=list)
+    error_field: str | None = None  # a field whose message is a warning (the rest still computed)
+
+
+def custom_gpus() -> dict[str, GPUSpec]:
+    return st.session_state.setdefault(CUSTOM_GPUS, {})
+
+
+def custom_models() -> dict[str, tuple[ModelSpec, dict]]:
+    return st.session_state.setdefault(CUSTOM_MODELS, {})
+
+
+def gpu_options() -> list[str]:
+    return list(load_gpus()) + [k for k in custom_gpus() if k not in load_gpus()]
+
+
+def model_options() -> list[str]:
+    """Catalog ids, then names the link used for a catalog model (an alias such as an Instruct variant;
+    kept so that ``vllm serve`` shows the name the user gave, as the CLI does), then custom models."""
+    ids = list(load_models())
+    return ids + [a for a in st.session_state.get("_model_aliases", []) if a not in ids] + [
+        k for k in custom_models() if k not in load_models()]
+
+
+def served_name(scenario: Scenario, model: ModelSpec) -> str:
+    return model.id if scenario.model in custom_models() else scenario.model
+
+
+def resolve_gpu(name: str) -> GPUSpec:
+    if name in custom_gpus():
+        return custom_gpus()[name]
+    return get_gpu(name)
+
+
+def resolve_model(name: str) -> ModelSpec:
+    if name in custom_models():
+        return custom_models()[name][0]
+    return get_model(name)
+
+
+def compute(scenario: Scenario) -> Computed:
+    """Run the calculators for a scenario (memoised per session on the scenario and the specs)."""
+    from calculators.capacity_report import capacity_document
+    from calculators.vllm_capacity import vllm_capacity
+    out = Computed(scenario)
+    try:
+        out.model = resolve_model(scenario.model)
+        out.gpu = resolve_gpu(scenario.gpu)
+        key = (scenario, out.model, out.gpu)
+        memo = st.session_state.get("_memo")
+        if memo is not None and memo[0] == key:
+            out.result, out.doc = memo[1], memo[2]
+            return out
+        out.result = vllm_capacity(out.model, gpu=out.gpu, **scenario.capacity_kwargs())
+        try:
+            out.doc = capacity_document(out.model, out.result, mean_len=scenario.mean_len, p95_len=scenario.p95_len,
+                                        served_name=served_name(scenario, out.model))
+        except InvalidInputError as exc:  # only the length mix is wrong: show the rest without advice
+            if exc.field not in ("mean_len", "p95_len"):
+                raise
+            out.messages.append(str(exc))
+            out.doc = capacity_document(out.model, out.result, served_name=served_name(scenario, out.model))
+            out.error_field = exc.field
+            return out
+        st.session_state["_memo"] = (key, out.result, out.doc)
+    except InvalidInputError as exc:
+        out.error = exc
+    return out
+
+
+def computed() -> Computed:
+    """The result of this run's sidebar inputs (set by the entry point)."""
+    return st.session_state["_computed"]
+
+
+def compute_detached(scenario: Scenario, model: ModelSpec, gpu: GPUSpec) -> dict | InvalidInputError:
+    """A capacity document for a variant of the scenario (version selector, log check)."""
+    from calculators.capacity_report import capacity_document
+    from calculators.vllm_capacity import vllm_capacity
+    try:
+        result = vllm_capacity(model, gpu=gpu, **scenario.capacity_kwargs())
+        return capacity_document(model, result, mean_len=scenario.mean_len, p95_len=scenario.p95_len,
+                                 served_name=served_name(scenario, model))
+    except InvalidInputError as exc:
+        return exc

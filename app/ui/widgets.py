@@ -1,0 +1,44 @@
+"""Small shared widgets: "show the math", headline metrics, downloads."""
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+
+def show_math(title: str, math: dict | None) -> None:
+    """An expander with the formula, the user's numbers substituted and the source of each constant."""
+    if not math:
+        return
+    with st.expander(f"Show the math: {title}"):
+        st.markdown(f"**Formula**  \n`{math['formula']}`")
+        st.markdown(f"**Your numbers**  \n`{math['substituted']}`")
+        st.markdown("**Sources**\n" + "\n".join(f"- {s}" for s in math["sources"]))
+
+
+def downloads(doc: dict, *, key: str) -> None:
+    """JSON (the same document as ``llmcap capacity --json``) and CSV downloads."""
+    from calculators.explain import result_csv
+    c1, c2 = st.columns(2)
+    c1.download_button("Download JSON (same as llmcap capacity --json)", json.dumps(doc, indent=2) + "\n",
+                       file_name="capacity.json", mime="application/json", key=f"{key}_json", on_click="ignore")
+    c2.download_button("Download CSV", result_csv(doc), file_name="capacity.csv", mime="text/csv",
+                       key=f"{key}_csv", on_click="ignore")
+
+
+def show_error(ctx) -> bool:
+    """Show the calculator's error (if any) in the page; True when there is one."""
+    if ctx.error is not None:
+        st.error(f"Cannot compute this scenario — {ctx.error}. Fix the input marked in the sidebar.")
+        return True
+    return False
+
+
+def memory_markdown(rows: list[dict]) -> None:
+    """The per-GPU memory rows as a Markdown table (no pandas needed on the first page)."""
+    def num(x):
+        return "" if x is None else f"{x:,.2f}"
+    lines = ["| item | GiB | low GiB | high GiB | basis |", "|---|--:|--:|--:|---|"]
+    lines += [f"| {r['item']} | {num(r['gib'])} | {num(r['low_gib'])} | {num(r['high_gib'])} | {r['basis']} |"
+              for r in rows]
+    st.markdown("\n".join(lines))

@@ -1,0 +1,169 @@
+"""Every view through AppTest: inputs in, independently worked numbers out, no exception element."""
+from __future__ import annotations
+
+import json
+import math
+
+from tests.app import helpers
+from tests.app.helpers import LOG_70B_TP4, metrics, permalink
+
+# fixtures (the helpers are not a conftest.py: see tests/app/helpers.py)
+make_app = helpers.make_app
+_clear_caches = helpers._clear_caches
+
+GIB = 2**30
+DEEP = {"model": "meta-llama/Llama-3.1-70B-Instruct", "gpu": "H100", "tp": "4"}
+
+
+def test_overview_deep_link_numbers(make_app):
+    at = make_app(**DEEP)
+    assert not at.exception
+    m = metrics(at)
+    # 2 (K,V) × (8 KV heads / TP 4) × head_dim 128 × 2 B × 80 layers = 81,920 B per token per GPU
+    assert m["KV cache per token per GPU [bytes]"] == f"{2 * (8 // 4) * 128 * 2 * 80:,}"
+    assert "GPU KV cache size [tokens]" in m and "Suggested max_num_seqs" in m
+    assert at.success and at.success[0].value.startswith("fits")
+    assert any("vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 4" in c.value for c in at.code)
+    assert len([e for e in at.expander if e.label.startswith("Show the math")]) >= 5
+
+
+def test_kv_memory_from_real_log_numbers(make_app):
+    # A real vLLM 0.10.2 log: Available KV cache memory 32.06 GiB → 420,208 tokens, 3.21x at 131,072
+    at = make_app(**DEEP, kv_mem="32.06", vllm="0.10.2", max_len="131072")
+    assert not at.exception
+    blocks = math.floor(int(32.06 * GIB) / (16 * 81_920))
+    assert blocks * 16 == 420_208
+    m = metrics(at)
+    assert m["GPU KV cache size [tokens]"] == "420,208"
+    assert m["Max concurrency at max_model_len 131,072"] == f"{blocks / (131_072 // 16):.2f}x" == "3.21x"
+
+
+def test_widget_change_recomputes(make_app):
+    at = make_app(**DEEP)
+    at.number_input(key="tp").set_value(8).run()
+    assert not at.exception
+    assert metrics(at)["KV cache per token per GPU [bytes]"] == f"{2 * 1 * 128 * 2 * 80:,}"  # 40,960
+
+
+def test_invalid_and_unknown_params_reported(make_app):
+    at = make_app(model="no-such-model", tp="abc", util="7", foo="bar")
+    assert not at.exception
+    text = " ".join(w.value for w in at.warning)
+    assert "foo" in text and "tp='abc'" in text and "util='7'" in text and "no-such-model" in text
+    assert metrics(at)  # the page still computes with defaults
+
+
+def test_bad_tp_error_next_to_input(make_app):
+    at = make_app(**DEEP)
+    at.number_input(key="tp").set_value(3).run()
+    assert not at.exception
+    assert any("tensor_parallel_size" in e.value for e in at.sidebar.error)
+    assert at.error  # also in the page
+
+
+def test_permalink_has_every_input(make_app):
+    at = make_app(**DEEP)
+    link = permalink(at)
+    for key in ("v=1", "model=", "gpu=H100-SXM", "tp=4", "pp=1", "dtype=", "quant=", "kv_dtype=", "util=",
+                "max_len=131072", "mnbt=", "max_seqs=", "block=16", "eager=", "vllm=", "mean_len=", "p95_len="):
+        assert key in link
+
+
+def test_kv_cache_view(make_app):
+    at = make_app(**DEEP)
+    at.switch_page("views/kv_cache.py").run()
+    assert not at.exception
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2
+    spec = json.loads(charts[0].proto.spec)
+    assert {t["name"] for t in spec["data"]} == {"weights", "activation", "non-torch", "CUDA graphs", "KV cache",
+                                                "headroom"}
+    assert metrics(at)["KV cache per token per GPU [bytes]"] == "81,920"
+
+
+def test_version_selector_changes_printed_lines(make_app):
+    at = make_app(**DEEP, kv_mem="32.06")
+    at.switch_page("views/kv_cache.py").run()
+    at.selectbox(key="lines_vllm").set_value("0.10.2").run()
+    assert not at.exception
+    assert any("GPU KV cache size: 420,208 tokens" in c.value for c in at.code)
+
+
+def test_pasted_log_is_read(make_app):
+    at = make_app(**DEEP)
+    at.switch_page("views/kv_cache.py").run()
+    at.text_area(key="log_text").input(LOG_70B_TP4).run()
+    assert not at.exception
+    assert at.success and "0.10.2" in at.success[0].value
+    frames = [d.value for d in at.dataframe]
+    measured = frames[-1]
+    row = measured[measured["quantity"] == "GPU KV cache size [tokens]"].iloc[0]
+    assert row["log"] == 420_208 and row["predicted"] == 420_208
+    assert any("Maximum concurrency for 131,072 tokens per request: 3.21x" in c.value for c in at.code)
+
+
+def test_pasted_garbage_is_an_error_not_a_crash(make_app):
+    at = make_app(**DEEP)
+    at.switch_page("views/kv_cache.py").run()
+    at.text_area(key="log_text").input("hello, this is my shopping list").run()
+    assert not at.exception
+    assert any("does not look like a vLLM" in e.value for e in at.error)
+    assert metrics(at)  # rest of the page still there
+
+
+def test_catalog_view_and_custom_gpu(make_app):
+    at = make_app()
+    at.switch_page("views/catalog.py").run()
+    assert not at.exception
+    assert len(at.dataframe[0].value) >= 25
+    at.text_input(key="cg_name").input("MyGPU")
+    at.number_input(key="cg_mem").set_value(0.0)
+    at.button[0].click()  # form submit
+    at.run()
+    assert any("memory_gib" in e.value for e in at.error)  # zero memory refused
+    at.number_input(key="cg_mem").set_value(96.0)
+    at.button[0].click()
+    at.run()
+    assert not at.exception and at.success
+    at.button(key="use_gpu_MyGPU").click().run()
+    assert at.selectbox(key="gpu").value == "MyGPU"
+    assert "cgpu=MyGPU" in permalink(at)
+
+
+def test_custom_gpu_from_link(make_app):
+    at = make_app(gpu="MyGPU", cgpu="MyGPU~96~3000~900", model="meta-llama/Llama-3.1-8B")
+    assert not at.exception
+    assert at.selectbox(key="gpu").value == "MyGPU"
+    assert "96.00 GiB" in " ".join(c.value for c in at.code) or metrics(at)
+
+
+def test_upload_config(make_app):
+    at = make_app()
+    at.switch_page("views/catalog.py").run()
+    cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "num_hidden_layers": 16,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 128256,
+           "max_position_embeddings": 8192, "torch_dtype": "bfloat16", "_name_or_path": "me/tiny"}
+    at.file_uploader(key="cm_upload").upload("config.json", json.dumps(cfg).encode(), "application/json").run()
+    assert not at.exception and at.success
+    at.button(key="use_model_me/tiny").click().run()
+    assert at.selectbox(key="model").value == "me/tiny"
+    assert "cmodel=" in permalink(at)
+    at.switch_page("views/overview.py").run()
+    # 2 × 8 KV heads × head_dim 64 × 2 B × 16 layers = 32,768 B per token
+    assert metrics(at)["KV cache per token per GPU [bytes]"] == "32,768"
+
+
+def test_upload_not_a_config(make_app):
+    at = make_app()
+    at.switch_page("views/catalog.py").run()
+    at.file_uploader(key="cm_upload").upload("config.json", b"not json at all", "application/json").run()
+    assert not at.exception
+    assert any("not a usable config.json" in e.value for e in at.error)
+
+
+def test_bad_length_mix_warns_and_keeps_the_rest(make_app):
+    at = make_app(**DEEP, mean_len="4000", p95_len="100")
+    assert not at.exception
+    assert any("p95_len" in w.value for w in at.sidebar.warning)
+    m = metrics(at)
+    assert m["KV cache per token per GPU [bytes]"] == "81,920" and m["Suggested max_num_seqs"] == "—"
