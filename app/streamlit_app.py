@@ -31,6 +31,10 @@ page = st.navigation([
     st.Page(HERE / "views" / "overview.py", title="Overview", icon=":material/dashboard:", default=True),
     st.Page(HERE / "views" / "kv_cache.py", title="KV cache & concurrency", icon=":material/stacked_bar_chart:",
             url_path="kv_cache"),
+    # pages: performance (issue 4)
+    # pages: measured profiles (issue 5)
+    # pages: fleet (issue 6)
+    # pages: simulator (issue 7)
     st.Page(HERE / "views" / "catalog.py", title="Catalog", icon=":material/list:", url_path="catalog"),
 ])
 page.run()

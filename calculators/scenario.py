@@ -58,6 +58,12 @@ class Scenario(BaseModel):
     kv_cache_memory_gib: float | None = Field(default=None, gt=0)
     mean_len: float | None = Field(default=2048, gt=0)
     p95_len: float | None = Field(default=None, gt=0)
+    input_len: float = Field(default=2000, gt=0, le=10_000_000)
+    output_len: float = Field(default=300, gt=0, le=10_000_000)
+    request_rate_per_s: float = Field(default=10.0, gt=0, le=1e7)
+    ttft_p99_ms: float | None = Field(default=1000.0, gt=0)
+    tpot_p99_ms: float | None = Field(default=50.0, gt=0)
+    calibration: str | None = None
 
     def capacity_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`calculators.vllm_capacity.vllm_capacity` (no model/GPU)."""
@@ -93,7 +99,8 @@ class Scenario(BaseModel):
         return args
 
 
-#: URL key → (Scenario field, kind). Kinds: str, int, opt_int (0 = auto), float, opt_float (0 = unset), bool.
+#: URL key → (Scenario field, kind). Kinds: str, opt_str (empty = unset), int, opt_int (0 = auto), float,
+#: opt_float (0 = unset), bool.
 QUERY_KEYS: dict[str, tuple[str, str]] = {
     "model": ("model", "str"), "gpu": ("gpu", "str"), "tp": ("tensor_parallel_size", "int"),
     "pp": ("pipeline_parallel_size", "int"), "dtype": ("dtype", "str"), "quant": ("quantization", "str"),
@@ -103,6 +110,9 @@ QUERY_KEYS: dict[str, tuple[str, str]] = {
     "eager": ("enforce_eager", "bool"), "vllm": ("vllm_version", "str"),
     "kv_mem": ("kv_cache_memory_gib", "opt_float"), "mean_len": ("mean_len", "opt_float"),
     "p95_len": ("p95_len", "opt_float"),
+    "in": ("input_len", "float"), "out": ("output_len", "float"), "rate": ("request_rate_per_s", "float"),
+    "ttft_ms": ("ttft_p99_ms", "opt_float"), "tpot_ms": ("tpot_p99_ms", "opt_float"),
+    "cal": ("calibration", "opt_str"),
 }
 FIELD_TO_KEY = {f: k for k, (f, _) in QUERY_KEYS.items()}
 EXTRA_KEYS = ("v", "cgpu", "cmodel")
@@ -116,6 +126,8 @@ def _read_value(kind: str, raw: str) -> Any:
         if not text:
             raise ValueError("an empty value")
         return text
+    if kind == "opt_str":
+        return text or None
     if kind == "bool":
         if text.lower() in _TRUE | _FALSE:
             return text.lower() in _TRUE
@@ -181,9 +193,9 @@ def _reason(exc: Exception) -> str:
     return "a number" if text.startswith("could not convert") else text
 
 
-def _write_value(value: Any) -> str:
+def _write_value(value: Any, kind: str = "") -> str:
     if value is None:
-        return "0"
+        return "" if kind == "opt_str" else "0"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
@@ -195,8 +207,8 @@ def scenario_to_query(scenario: Scenario, *, custom_gpu: str | None = None,
                       custom_model: str | None = None) -> dict[str, str]:
     """Every input as URL parameters, defaults included, with ``v=1`` first."""
     out = {"v": FORMAT_VERSION}
-    for key, (field, _) in QUERY_KEYS.items():
-        out[key] = _write_value(getattr(scenario, field))
+    for key, (field, kind) in QUERY_KEYS.items():
+        out[key] = _write_value(getattr(scenario, field), kind)
     if custom_gpu:
         out["cgpu"] = custom_gpu
     if custom_model:

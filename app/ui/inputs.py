@@ -56,6 +56,13 @@ def _first_run() -> None:
             messages.append(f"custom model in the link ignored: {exc}")
     scenario, msgs = scenario_from_query(params)
     messages += msgs
+    if scenario.calibration:
+        from calculators.calibration import Calibration
+        try:
+            Calibration.efficiencies_from_param(scenario.calibration)
+            ss["_calibration_param"] = scenario.calibration
+        except InvalidInputError as exc:
+            messages.append(f"cal ignored: {exc.allowed}")
     for key, resolve, options in (("model", state.resolve_model, state.model_options),
                                   ("gpu", state.resolve_gpu, state.gpu_options)):
         if key not in params:
@@ -129,8 +136,22 @@ def sidebar() -> tuple[Scenario, dict]:
                                                    format="%g", key="kv_mem",
                                                    help="0 = estimate it; otherwise vLLM's --kv-cache-memory", **BIND)
         ph["kv_cache_memory"] = st.empty()
+    with sb.expander("Workload & SLO (throughput, latency and fleet pages)"):
+        c5, c6 = st.columns(2)
+        v["input_len"] = c5.number_input("input_len [tokens]", 1.0, 10_000_000.0, 2000.0, 256.0, format="%g",
+                                         key="in", help="mean prompt tokens", **BIND)
+        v["output_len"] = c6.number_input("output_len [tokens]", 1.0, 10_000_000.0, 300.0, 64.0, format="%g",
+                                          key="out", help="mean output tokens", **BIND)
+        v["request_rate_per_s"] = st.number_input("request rate [requests/s]", 0.001, 1e7, 10.0, 1.0, format="%g",
+                                                  key="rate", **BIND)
+        c7, c8 = st.columns(2)
+        v["ttft_p99_ms"] = c7.number_input("p99 TTFT target [ms]", 0.0, 1e7, 1000.0, 50.0, format="%g",
+                                           key="ttft_ms", help="0 = no target", **BIND)
+        v["tpot_p99_ms"] = c8.number_input("p99 TPOT target [ms]", 0.0, 1e7, 50.0, 5.0, format="%g",
+                                           key="tpot_ms", help="0 = no target", **BIND)
+    v["calibration"] = st.session_state.get("_calibration_param")
     for k in ("max_model_len", "max_num_batched_tokens", "max_num_seqs", "block_size", "kv_cache_memory_gib",
-              "mean_len", "p95_len"):
+              "mean_len", "p95_len", "ttft_p99_ms", "tpot_p99_ms"):
         v[k] = v[k] or None
     try:
         scenario = Scenario(**v)

@@ -1,0 +1,54 @@
+"""The performance model every timed page uses: the roofline, or the roofline calibrated on a
+measured profile when the session has chosen one ("use this calibration" on Measured profiles).
+
+Contract: ``st.session_state["calibration"]`` holds a :class:`calculators.calibration.Calibration`
+(or nothing); ``st.session_state["_calibration_param"]`` its compact form, which the permalink
+carries as ``cal=`` and the entry point restores.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from app.ui.state import Computed
+from calculators.calibration import Calibration
+from calculators.errors import InvalidInputError
+from calculators.roofline import Efficiencies, Roofline
+
+CALIBRATION = "calibration"
+
+
+def use_calibration(cal: Calibration | None) -> None:
+    """Switch every page to this calibration (``None``: back to the datasheet roofline)."""
+    st.session_state[CALIBRATION] = cal
+    st.session_state["_calibration_param"] = cal.to_param() if cal else None
+
+
+def efficiencies(ctx: Computed) -> tuple[Efficiencies, str]:
+    """The constants in force and where they come from."""
+    cal = st.session_state.get(CALIBRATION)
+    if cal is not None:
+        return cal.efficiencies, (f"calibrated on {cal.source or 'a measured profile'} "
+                                  f"({cal.model} on {cal.gpu}, median |error| {cal.median_abs_error:.1%})")
+    if ctx.scenario.calibration:
+        try:
+            return Calibration.efficiencies_from_param(ctx.scenario.calibration), "calibration from the link"
+        except InvalidInputError:
+            pass
+    return Efficiencies(), "datasheet roofline, default efficiencies"
+
+
+def performance_model(ctx: Computed) -> tuple[Roofline | None, str]:
+    """The scenario's performance model and a sentence saying which one it is."""
+    if ctx.error is not None or ctx.model is None or ctx.doc is None:
+        return None, ""
+    s = ctx.doc["settings"]
+    eff, source = efficiencies(ctx)
+    try:
+        r = Roofline(ctx.model, ctx.gpu, tensor_parallel_size=s["tensor_parallel_size"],
+                     pipeline_parallel_size=s["pipeline_parallel_size"], quantization=s["quantization"],
+                     dtype=s["dtype"], kv_cache_dtype=s["kv_cache_dtype"], efficiencies=eff,
+                     max_num_batched_tokens=s["max_num_batched_tokens"])
+    except InvalidInputError as exc:
+        st.error(str(exc))
+        return None, ""
+    return r, source
