@@ -1,0 +1,106 @@
+"""Fleet planner and GPU comparison: presenters (plans → display frames), plotly figure builders, and the
+per-session memo that keeps the ~1 s layout search to once per input change.
+
+The memo lives in ``st.session_state`` (not ``st.cache_data``): custom GPUs and models are per
+session, so a process-wide cache could hand one user's plan to another.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
+
+
+def memo(name: str, key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per distinct ``key`` (compared with ``==``) per session and ``name``."""
+    slot = f"_fleet_memo_{name}"
+    held = st.session_state.get(slot)
+    if held is not None and held[0] == key:
+        return held[1]
+    value = compute()
+    st.session_state[slot] = (key, value)
+    return value
+
+
+def _ms(x):
+    return None if x is None else x * 1e3
+
+
+def plans_frame(plans):
+    """The ranked layouts that fit, one row each, in display units (ms, $, tokens/s)."""
+    import pandas as pd
+    rows = [{"GPU": p.gpu, "TP": p.tensor_parallel_size, "PP": p.pipeline_parallel_size,
+             "EP": "yes" if p.expert_parallel else "", "replicas": p.replicas, "GPUs": p.total_gpus, "nodes": p.nodes,
+             "batch": p.batch_size, "TTFT p99 [ms]": _ms(p.ttft_p99_s), "TPOT [ms]": _ms(p.tpot_s),
+             "tok/s per GPU": p.output_tokens_per_s_per_gpu, "tok/s per user": p.tokens_per_s_per_user,
+             "$/hour": p.usd_per_hour, "$/1M input": p.usd_per_million_input_tokens,
+             "$/1M output": p.usd_per_million_output_tokens, "meets SLO": p.meets_slo,
+             "failure domain [GPUs]": p.failure_domain_gpus, "note": "" if p.meets_slo else p.message}
+            for p in plans if p.fits]
+    return pd.DataFrame(rows)
+
+
+def unfit_frame(plans):
+    """The layouts that do not fit, with the reason."""
+    import pandas as pd
+    return pd.DataFrame([{"GPU": p.gpu, "TP": p.tensor_parallel_size, "PP": p.pipeline_parallel_size,
+                          "reason": p.message} for p in plans if not p.fits])
+
+
+COLUMN_FORMATS = {"TTFT p99 [ms]": "%.0f", "TPOT [ms]": "%.1f", "tok/s per GPU": "%.0f", "tok/s per user": "%.1f",
+                  "$/hour": "$%.2f", "$/1M input": "$%.3f", "$/1M output": "$%.3f", "$/1M tokens": "$%.3f"}
+
+
+def column_config(frame) -> dict:
+    return {c: st.column_config.NumberColumn(c, format=f) for c, f in COLUMN_FORMATS.items() if c in frame.columns}
+
+
+def cost_vs_slo_chart(frame):
+    """$/1M output tokens of the best layout per GPU type against the TPOT target [ms]."""
+    import plotly.graph_objects as go
+    fig = go.Figure()
+    for gpu, rows in frame.groupby("gpu", sort=False):
+        fig.add_scatter(x=rows["tpot_target_ms"], y=rows["usd_per_million_output_tokens"], mode="lines+markers",
+                        name=gpu, customdata=rows[["layout", "gpus"]],
+                        hovertemplate=(f"{gpu}<br>TPOT ≤ %{{x:g}} ms: $%{{y:.3f}} per 1M output tokens"
+                                       "<br>%{customdata[0]}, %{customdata[1]} GPUs<extra></extra>"))
+    fig.update_layout(title="Cost vs SLO (best TP layout per GPU type)", xaxis_title="p99 TPOT target [ms]",
+                      yaxis_title="$ per 1M output tokens", height=400, margin=MARGIN)
+    return fig
+
+
+def pareto_chart(plans, front):
+    """Output tokens/s per GPU against tokens/s per user, every fitting layout, the Pareto front joined."""
+    import plotly.graph_objects as go
+    fig = go.Figure()
+    by_gpu: dict[str, list] = {}
+    for p in plans:
+        if p.fits and p.output_tokens_per_s_per_gpu:
+            by_gpu.setdefault(p.gpu, []).append(p)
+    for gpu, ps in by_gpu.items():
+        fig.add_scatter(x=[p.tokens_per_s_per_user for p in ps], y=[p.output_tokens_per_s_per_gpu for p in ps],
+                        mode="markers", name=gpu, text=[f"TP{p.tensor_parallel_size}×PP{p.pipeline_parallel_size}, "
+                                                        f"batch {p.batch_size}" for p in ps],
+                        hovertemplate="%{text}<br>%{x:.1f} tok/s per user, %{y:,.0f} tok/s per GPU<extra></extra>")
+    pts = sorted(front, key=lambda p: p.tokens_per_s_per_user)
+    fig.add_scatter(x=[p.tokens_per_s_per_user for p in pts], y=[p.output_tokens_per_s_per_gpu for p in pts],
+                    mode="lines", name="Pareto front", line={"dash": "dash", "color": "#444"}, hoverinfo="skip")
+    fig.update_layout(title="Pareto front: throughput per GPU vs speed per user",
+                      xaxis_title="output tokens/s per user (1 / TPOT)", yaxis_title="output tokens/s per GPU",
+                      height=400, margin=MARGIN)
+    return fig
+
+
+def compare_bars(frame):
+    """GPUs needed and $ per 1M output tokens, one bar per GPU type (best layout each)."""
+    from plotly.subplots import make_subplots
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("GPUs needed", "$ per 1M output tokens"))
+    fig.add_bar(x=frame["GPU"], y=frame["GPUs"], name="GPUs", marker_color="#4c78a8",
+                hovertemplate="%{x}: %{y} GPUs<extra></extra>", row=1, col=1)
+    fig.add_bar(x=frame["GPU"], y=frame["$/1M output"], name="$/1M output", marker_color="#f58518",
+                hovertemplate="%{x}: $%{y:.3f}<extra></extra>", row=1, col=2)
+    fig.update_layout(showlegend=False, height=380, margin=MARGIN)
+    return fig
