@@ -7,6 +7,35 @@ from app.ui import state, widgets
 from calculators import explain
 from calculators.units import GiB
 
+
+def _throughput_latency(ctx) -> None:
+    """Throughput & latency at the scenario's lengths and the suggested batch (``llmcap perf``)."""
+    from app.ui import perf, perf_state
+    st.subheader("Throughput & latency")
+    if not ctx.doc["fits"]:
+        st.info("Throughput and latency need a configuration that fits (see above).")
+        return
+    r, source = perf.performance_model(ctx)
+    if r is None:
+        return
+    summ = perf_state.summary(ctx, r)
+    if not isinstance(summ, dict) or summ["perf"] is None:
+        st.info(str(summ) if not isinstance(summ, dict) else summ["knee"]["message"])
+        return
+    p, knee = summ["perf"], summ["knee"]
+    c = st.columns(5)
+    c[0].metric("Output tokens/s per replica", f"{p['output_tokens_per_s']:,.0f}")
+    c[1].metric("Output tokens/s per GPU", f"{p['output_tokens_per_s_per_gpu']:,.0f}")
+    c[2].metric("TTFT (no queue) [ms]", f"{p['ttft_s'] * 1e3:,.1f}")
+    c[3].metric("TPOT [ms]", f"{p['tpot_s'] * 1e3:,.2f}")
+    c[4].metric("End-to-end [s]", f"{p['e2e_latency_s']:,.2f}")
+    which = "the knee" if p["batch_size"] == knee["knee_batch_size"] else "the largest batch meeting the SLO"
+    st.caption(f"At batch {p['batch_size']:,} ({which}; KV limit {summ['limit']:,}), {p['input_len']:,} tokens in "
+               f"/ {p['output_len']:,} out, {p['bound']}-bound "
+               f"decode · {source}. {knee['message'][:1].upper() + knee['message'][1:]}. Details: Roofline & "
+               "batch size, Latency budget.")
+
+
 ctx = state.computed()
 st.title("Overview")
 if not widgets.show_error(ctx):
@@ -36,6 +65,8 @@ if not widgets.show_error(ctx):
     widgets.show_math("Available KV cache", explain.math_available_kv(doc, ctx.gpu))
     widgets.show_math("KV cache per token", explain.math_kv_bytes_per_token(model, doc))
     widgets.show_math("Suggested max_num_seqs and typical concurrency", explain.math_advice(doc))
+
+    _throughput_latency(ctx)
 
     st.subheader("Per-GPU memory (binding stage)")
     widgets.memory_markdown(explain.memory_rows(doc))

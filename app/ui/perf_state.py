@@ -1,0 +1,57 @@
+"""The performance summary shared by the Overview, Roofline and Latency-budget pages, memoised per
+session so that a rerun (or another page with the same inputs) does not compute it twice."""
+from __future__ import annotations
+
+import streamlit as st
+
+from app.ui.state import Computed
+from calculators import explain_perf
+from calculators.curves import KNEE_THRESHOLD
+from calculators.errors import InvalidInputError
+from calculators.roofline import Roofline
+
+_MEMO = "_perf_memo"
+_KEEP = 8
+
+
+def lengths(ctx: Computed) -> tuple[int, int]:
+    """The scenario's input and output lengths as whole tokens (as ``llmcap perf`` takes them)."""
+    s = ctx.scenario
+    return max(1, int(round(s.input_len))), max(1, int(round(s.output_len)))
+
+
+def targets_s(ctx: Computed) -> tuple[float | None, float | None]:
+    """The scenario's p99 TTFT and TPOT targets [s] (``None``: no target)."""
+    s = ctx.scenario
+    return (None if s.ttft_p99_ms is None else s.ttft_p99_ms / 1e3,
+            None if s.tpot_p99_ms is None else s.tpot_p99_ms / 1e3)
+
+
+def summary(ctx: Computed, r: Roofline, *, input_len: int | None = None, output_len: int | None = None,
+            threshold: float = KNEE_THRESHOLD) -> dict | InvalidInputError:
+    """:func:`calculators.explain_perf.performance_summary` for the scenario (lengths default to its own)."""
+    i, o = lengths(ctx)
+    i, o = input_len or i, output_len or o
+    ttft, tpot = targets_s(ctx)
+    key = (ctx.scenario, ctx.model, ctx.gpu, r.efficiencies, r.max_num_batched_tokens, i, o, threshold)
+    memo: list = st.session_state.setdefault(_MEMO, [])
+    for k, v in memo:
+        if k == key:
+            return v
+    try:
+        value = explain_perf.performance_summary(r, ctx.result, input_len=i, output_len=o, ttft_target_s=ttft,
+                                                 tpot_target_s=tpot, threshold=threshold)
+    except InvalidInputError as exc:
+        value = exc
+    memo.insert(0, (key, value))
+    del memo[_KEEP:]
+    return value
+
+
+def keep_default(key: str, default) -> None:
+    """Seed a page widget with a default that follows the scenario: reset it when the default changes
+    (or the widget was not rendered last run), keep the user's value otherwise."""
+    mark = f"_default_{key}"
+    if key not in st.session_state or st.session_state.get(mark) != default:
+        st.session_state[key] = default
+        st.session_state[mark] = default
