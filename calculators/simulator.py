@@ -624,6 +624,7 @@ def _run_static(pm: PerformanceModel, wl: Workload, pol: StaticBatching, t_limit
         if t > t_limit:
             stop = "duration"
             break
+    pull(min(t, t_limit) if stop == "duration" else t)  # arrivals during the last batch count as arrived
     order = np.argsort(np.asarray(ev_t), kind="stable")
     tt = np.asarray(ev_t, dtype=float)[order]
     ts = pd.DataFrame({"time_s": tt, "dt_s": np.diff(np.append(tt, max(t, tt[-1] if tt.size else t))),

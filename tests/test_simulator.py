@@ -266,3 +266,13 @@ def test_cli(capsys, tmp_path):
                       "--input-len", "512", "--input-len-p95", "100", "--output-len", "128"])
     with pytest.raises(InvalidInputError, match="input_len_p95"):
         a.func(a)
+
+
+def test_static_counts_arrivals_during_its_last_batch():
+    # 10 req/s for 10 s, each request 200 decode steps of 10 ms: both policies are cut off at 10 s, and both
+    # must count every arrival up to then (≈ 100), whatever their batches were doing.
+    pm = ConstantStepModel(decode_s=0.01)
+    wl = make_workload(Constant(10), Fixed(10), Fixed(200), duration_s=10, seed=1)
+    st = simulate(pm, wl, StaticBatching(max_batch_size=4, max_wait_ms=0), duration_s=10)
+    ct = simulate(pm, wl, ContinuousBatching(max_num_seqs=4), duration_s=10)
+    assert st.arrived == ct.arrived
