@@ -11,8 +11,10 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from app.ui import inputs, state  # noqa: E402
+from app.ui.compat import guard_integer_inputs_from_non_finite_urls  # noqa: E402
 from calculators.catalog import CatalogError  # noqa: E402
 
+guard_integer_inputs_from_non_finite_urls()
 st.set_page_config(page_title="LLM capacity planner", page_icon=":material/memory:", layout="wide")
 
 try:
@@ -31,10 +33,16 @@ page = st.navigation([
     st.Page(HERE / "views" / "overview.py", title="Overview", icon=":material/dashboard:", default=True),
     st.Page(HERE / "views" / "kv_cache.py", title="KV cache & concurrency", icon=":material/stacked_bar_chart:",
             url_path="kv_cache"),
-    # pages: performance (issue 4)
-    # pages: measured profiles (issue 5)
-    # pages: fleet (issue 6)
-    # pages: simulator (issue 7)
+    st.Page(HERE / "views" / "roofline.py", title="Roofline & batch size", icon=":material/show_chart:",
+            url_path="roofline"),
+    st.Page(HERE / "views" / "latency_budget.py", title="Latency budget", icon=":material/timer:",
+            url_path="latency_budget"),
+    st.Page(HERE / "views" / "profiles.py", title="Measured profiles", icon=":material/speed:", url_path="profiles"),
+    st.Page(HERE / "views" / "fleet.py", title="Fleet planner", icon=":material/dns:", url_path="fleet"),
+    st.Page(HERE / "views" / "compare_gpus.py", title="Compare GPUs", icon=":material/compare:", url_path="compare"),
+    st.Page(HERE / "views" / "simulator.py", title="Batching simulator", icon=":material/tune:", url_path="simulator"),
     st.Page(HERE / "views" / "catalog.py", title="Catalog", icon=":material/list:", url_path="catalog"),
 ])
-page.run()
+from app.ui.errors import run_page  # noqa: E402
+
+run_page(page)

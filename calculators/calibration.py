@@ -70,7 +70,7 @@ class Calibration:
             return cls(**json.loads(text, parse_constant=_reject_constant))
         except InvalidInputError:
             raise
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:  # RecursionError: JSON nested 10,000 deep
             raise InvalidInputError("calibration", "file", f"a calibration saved by llmcap ({str(exc)[:60]})") from None
 
     def to_param(self) -> str:

@@ -204,7 +204,7 @@ def _plain_roofline(a: argparse.Namespace, eff: Efficiencies) -> Roofline:
 
 def cmd_perf(a: argparse.Namespace) -> int:
     from calculators.validation import positive_int
-    doc = perf_document(_roofline(a), batch_size=int(positive_int("batch_size", a.batch_size)),
+    doc = perf_document(_roofline(a), batch_size=int(positive_int("batch_size", a.batch_size, scalar=True)),
                         input_len=a.input_len, output_len=a.output_len)
     if a.json:
         print(json.dumps(doc, indent=2))

@@ -15,7 +15,7 @@ KNEE_THRESHOLD = 0.15  # seed 001: stop where doubling the batch gains less than
 
 def batch_grid(max_batch: int) -> np.ndarray:
     """Powers of two up to ``max_batch``, and ``max_batch`` itself [sequences]."""
-    top = int(positive_int("max_batch", max_batch))
+    top = int(positive_int("max_batch", max_batch, scalar=True))
     grid = 2 ** np.arange(int(np.log2(top)) + 1)
     return np.unique(np.append(grid, top))
 

@@ -109,12 +109,28 @@ def result_csv(doc: dict) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["quantity", "value"])
-    w.writerows([(k, "" if v is None else v) for k, v in head])
+    w.writerows([(k, csv_cell(v)) for k, v in head])
     buf.write("\n")
     rows = memory_rows(doc)
-    w.writerow(list(rows[0]))
-    w.writerows([["" if v is None else v for v in r.values()] for r in rows])
+    w.writerow([csv_cell(k) for k in rows[0]])
+    w.writerows([[csv_cell(v) for v in r.values()] for r in rows])
     return buf.getvalue()
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell that a spreadsheet will not run as a formula (OWASP "CSV injection").
+
+    Text starting with ``= + - @``, a tab or a carriage return gets a leading ``'``; numbers are
+    kept as they are (``-1.5`` stays a number); ``None`` becomes an empty cell.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
 
 
 # --- show the math -----------------------------------------------------------------------------

@@ -32,6 +32,11 @@ UTILISATION_CAP = 0.8
 SECONDS_PER_HOUR = 3600.0
 
 
+#: Largest value each Workload field accepts (the app's input limits; far beyond any real deployment).
+LIMITS = {"request_rate_per_s": 1e7, "input_len": 1e7, "output_len": 1e7, "ttft_p99_s": 1e6, "tpot_p99_s": 1e6,
+          "input_len_p95": 1e7, "output_len_p95": 1e7}
+
+
 @dataclass(frozen=True)
 class Workload:
     """The traffic to serve and its latency targets (SI units)."""
@@ -45,12 +50,13 @@ class Workload:
     output_len_p95: float | None = None
 
     def __post_init__(self) -> None:
-        positive("request_rate_per_s", self.request_rate_per_s)
-        positive("input_len", self.input_len)
-        positive("output_len", self.output_len)
-        for name in ("ttft_p99_s", "tpot_p99_s", "input_len_p95", "output_len_p95"):
-            if getattr(self, name) is not None:
-                positive(name, getattr(self, name))
+        for name, top in LIMITS.items():  # upper bounds: 1e308 tokens would overflow to inf downstream
+            value = getattr(self, name)
+            if value is None and name not in ("request_rate_per_s", "input_len", "output_len"):
+                continue
+            low = 1.0 if name.endswith(("_len", "_p95")) else 1e-6  # 1e-300 tokens divided by zero downstream
+            if not low <= positive(name, value) <= top:
+                raise InvalidInputError(name, value, f"a number from {low:g} to {top:g}")
 
     @property
     def longest_len(self) -> int:
@@ -118,7 +124,9 @@ class LayoutPlan:
 def gpu_price(gpu: GPUSpec, override: float | None = None) -> tuple[float | None, str]:
     """USD per GPU-hour: the user's figure, else the median of the catalog's on-demand prices."""
     if override is not None:
-        return float(positive("usd_per_gpu_hour", override)), "given"
+        if positive("usd_per_gpu_hour", override) > 1e6:  # 1e308 × a tiny share of an hour is inf × 0 = NaN
+            raise InvalidInputError("usd_per_gpu_hour", override, "a positive price up to 1e6 USD per GPU-hour")
+        return float(override), "given"
     prices = [p for p in gpu.prices if "serverless" not in (p.note + p.provider).lower()] or list(gpu.prices)
     if not prices:
         return None, "no price in the catalog"

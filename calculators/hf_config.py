@@ -8,6 +8,7 @@ DeepSeek MLA, Falcon's RefinedWeb names). Anything the product cannot interpret 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,13 @@ def load_config_file(path: str | Path, **metadata: Any) -> ModelSpec:
 
 
 def model_from_json_text(text: str | bytes, *, default_id: str = "custom", **metadata: Any) -> ModelSpec:
-    """Parse JSON text (rejecting NaN/Infinity) and import it."""
+    """Parse JSON text (UTF-8, rejecting NaN/Infinity) and import it."""
+    if isinstance(text, bytes | bytearray):
+        try:  # json.loads would guess UTF-16/32 from bytes; config.json files are UTF-8 (a BOM is dropped)
+            text = bytes(text).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError("config.json", f"byte {exc.object[exc.start]:#04x} at offset {exc.start}",
+                                    "UTF-8 text (save the file as UTF-8)") from None
     try:
         cfg = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
@@ -51,7 +58,23 @@ def _reject_constant(name: str) -> None:
 
 
 def model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> ModelSpec:
-    """Build a :class:`ModelSpec` from a parsed ``config.json`` dictionary."""
+    """Build a :class:`ModelSpec` from a parsed ``config.json`` dictionary.
+
+    A config whose values have the wrong JSON types (a list where a string belongs…) is an
+    :class:`InvalidInputError` too, never a ``TypeError``.
+    """
+    if not isinstance(cfg, dict):
+        raise InvalidInputError("config.json", type(cfg).__name__, "a JSON object")
+    try:
+        return _model_from_config(cfg, id=id, **metadata)
+    except InvalidInputError:
+        raise
+    except (TypeError, AttributeError, ValueError, OverflowError, KeyError, IndexError) as exc:
+        raise InvalidInputError("config.json", f"{type(exc).__name__}: {str(exc)[:60]}",
+                                "the value types of a Hugging Face config.json") from None
+
+
+def _model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> ModelSpec:
     text = _text_config(cfg)
     fields: dict[str, Any] = {"id": id, "architecture": _architecture(cfg)}
     fields.update(_core_dims(text))
@@ -95,7 +118,8 @@ def _int(cfg: dict[str, Any], *names: str, default: int | None = None, minimum: 
     for name in names:
         if name in cfg and cfg[name] is not None:
             value = cfg[name]
-            if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+            if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+                    or value != int(value)):
                 raise InvalidInputError(name, value, "an integer")
             if value < minimum or value > 10**9:
                 raise InvalidInputError(name, value, f"an integer between {minimum} and 10^9")
@@ -135,7 +159,8 @@ def _core_dims(c: dict[str, Any]) -> dict[str, Any]:
         "tie_word_embeddings": bool(c.get("tie_word_embeddings", _ties_by_default(c, is_falcon))),
         "torch_dtype": _DTYPES[dtype],
         "gated_mlp": not is_falcon,
-        "attention_bias": bool(c.get("attention_bias", c.get("qkv_bias", c.get("model_type", "").startswith("qwen2")))),
+        "attention_bias": bool(c.get("attention_bias",
+                                     c.get("qkv_bias", str(c.get("model_type") or "").startswith("qwen2")))),
         "norm_bias": is_falcon,
     }
 

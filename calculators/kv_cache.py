@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
 from calculators.specs import ModelSpec
-from calculators.validation import positive_int
+from calculators.validation import finite, positive_int
 
 KV_CACHE_DTYPES = {"auto": None, "bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1, "fp8_e4m3": 1,
                    "fp8_e5m2": 1, "fp8_inc": 1}
@@ -85,7 +85,7 @@ def pp_layer_partition(num_layers: int, pipeline_parallel_size: int) -> list[int
     Equal shares, and the remainder goes one layer each to the stages before the last, starting
     with the second-to-last: 27 layers at pp=2 → [14, 13]; 81 at pp=4 → [20, 20, 21, 20].
     """
-    pp = int(positive_int("pipeline_parallel_size", pipeline_parallel_size))
+    pp = int(positive_int("pipeline_parallel_size", pipeline_parallel_size, scalar=True))
     if pp > num_layers:
         raise InvalidInputError("pipeline_parallel_size", pp, f"at most num_hidden_layers ({num_layers})")
     parts = [num_layers // pp] * pp
@@ -137,7 +137,7 @@ def kv_bytes_per_sequence(model: ModelSpec, seq_len: ArrayLike, *, tensor_parall
     n = np.asarray(positive_int("seq_len", seq_len), dtype=np.float64)
     per_layer = kv_bytes_per_token_per_layer(model, tensor_parallel_size=tensor_parallel_size,
                                              kv_cache_dtype=kv_cache_dtype, dtype=dtype)
-    b = 1 if block_size is None else int(positive_int("block_size", block_size))
+    b = 1 if block_size is None else int(positive_int("block_size", block_size, scalar=True))
     worst = None
     for kinds in stage_layer_types(model, pipeline_parallel_size):
         tokens = sum(np.ceil(np.minimum(n, layer_window(model, k)) / b) * b for k in kinds)
@@ -152,4 +152,5 @@ def sequences_that_fit(model: ModelSpec, available_bytes: ArrayLike, seq_len: Ar
     ``kw`` are those of :func:`kv_bytes_per_sequence` (``tensor_parallel_size``, ``block_size``…).
     """
     need = kv_bytes_per_sequence(model, seq_len, **kw)
-    return np.floor(np.maximum(np.asarray(available_bytes, dtype=np.float64), 0) / need).astype(np.int64)
+    avail = finite("available_bytes", available_bytes)  # NaN/inf would cast to a negative int64
+    return np.minimum(np.floor(np.maximum(avail, 0) / need), 2.0**62).astype(np.int64)

@@ -156,13 +156,13 @@ class Roofline:
         raise InvalidInputError("phase", phase, "decode or prefill")
 
     def _micro_batches(self) -> int:
-        return int(positive_int("micro_batches", self.micro_batches or self.pipeline_parallel_size))
+        return int(positive_int("micro_batches", self.micro_batches or self.pipeline_parallel_size, scalar=True))
 
 
 def _coefficients(r: Roofline) -> Coefficients:
     m, g = r.model, r.gpu
     tp = check_tensor_parallel(m, r.tensor_parallel_size).astype(np.float64)
-    pp = int(positive_int("pipeline_parallel_size", r.pipeline_parallel_size))
+    pp = int(positive_int("pipeline_parallel_size", r.pipeline_parallel_size, scalar=True))
     q = resolve_quantization(m, r.quantization)
     s = dtype_bytes(m.torch_dtype if r.dtype == "auto" else r.dtype)
     if np.any(tp > 1) and g.scale_up_bytes_per_s_per_direction <= 0:

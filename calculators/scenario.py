@@ -77,6 +77,14 @@ class Scenario(BaseModel):
                 "enforce_eager": self.enforce_eager, "vllm_version": self.vllm_version,
                 "kv_cache_memory_bytes": None if kv is None else int(kv * GiB)}
 
+    def workload(self):
+        """The sidebar's traffic and targets as a :class:`calculators.fleet.Workload` (ms → s)."""
+        from calculators.fleet import Workload
+        return Workload(request_rate_per_s=self.request_rate_per_s, input_len=self.input_len,
+                        output_len=self.output_len,
+                        ttft_p99_s=None if self.ttft_p99_ms is None else self.ttft_p99_ms / 1e3,
+                        tpot_p99_s=None if self.tpot_p99_ms is None else self.tpot_p99_ms / 1e3)
+
     def cli_args(self) -> list[str]:
         """The same question as ``llmcap capacity`` arguments (built-in model and GPU only)."""
         kw = self.capacity_kwargs()
@@ -270,7 +278,7 @@ def decode_config(text: str) -> dict:
     try:
         raw = zlib.decompress(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)), bufsize=100_000)
         cfg = json.loads(raw)
-    except (ValueError, zlib.error):
+    except (ValueError, zlib.error, RecursionError):  # RecursionError: JSON nested thousands deep
         raise InvalidInputError("cmodel", text[:40], "a custom model written by this app's permalink") from None
     if not isinstance(cfg, dict):
         raise InvalidInputError("cmodel", text[:40], "a JSON object")

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from calculators.errors import InvalidInputError
 from calculators.simulator import SLO, ContinuousBatching, StaticBatching, kv_blocks, simulate
 from calculators.workload_gen import Fixed, Gamma, LogNormal, Poisson, lognormal_params, make_workload, read_trace
+
+MAX_SIM_REQUESTS = 1_000_000
 
 
 def add_simulate_parser(sub) -> argparse.ArgumentParser:
@@ -54,7 +57,7 @@ def _lengths(a: argparse.Namespace, which: str, max_len: int | None):
             raise InvalidInputError(f"{which}_len_p95", None, "a 95th percentile for --length-dist lognormal")
         lognormal_params(mean, p95, field=f"{which}_len")  # names the flag in errors
         return LogNormal(mean, p95, max_len)
-    if mean < 1 or mean != int(mean):
+    if not math.isfinite(mean) or mean < 1 or mean != int(mean):  # NaN: int() raised ValueError
         raise InvalidInputError(f"{which}_len", mean, "a whole number of tokens ≥ 1 for fixed lengths")
     return Fixed(int(mean))
 
@@ -64,10 +67,15 @@ def _workload(a: argparse.Namespace, max_len: int | None):
         if not a.trace:
             raise InvalidInputError("trace", None, "a CSV file path with --length-dist trace")
         return read_trace(a.trace)
+    if a.seed < 0:  # numpy's generators raised ValueError("expected non-negative integer")
+        raise InvalidInputError("seed", a.seed, "a whole number ≥ 0")
     if a.request_rate is None:
         raise InvalidInputError("request_rate", None, "requests per second (or --trace FILE)")
     if not a.request_rate > 0:
         raise InvalidInputError("request_rate", a.request_rate, "a positive number of requests per second")
+    if not a.request_rate * a.duration_s <= MAX_SIM_REQUESTS:  # 4e16 req/s allocated exabytes (MemoryError)
+        raise InvalidInputError("request_rate", a.request_rate,
+                                f"at most {MAX_SIM_REQUESTS:,} requests in --duration-s (rate × duration)")
     arrivals = Poisson(a.request_rate) if a.arrival_cv is None else Gamma(a.request_rate, a.arrival_cv)
     return make_workload(arrivals, _lengths(a, "input", max_len), _lengths(a, "output", max_len),
                          duration_s=a.duration_s, seed=a.seed)

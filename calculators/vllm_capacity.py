@@ -179,12 +179,14 @@ def resolve_settings(model: ModelSpec, gpu_memory_bytes: float, gpu_name: str, *
                      mla_block_size: int = 16) -> Settings:
     """Validate the flags and fill in what vLLM would choose for those not given."""
     v = parse_vllm_version(vllm_version, engine)
+    if np.ndim(gpu_memory_utilization) != 0:
+        raise InvalidInputError("gpu_memory_utilization", gpu_memory_utilization, "one fraction in (0, 1]")
     fraction("gpu_memory_utilization", gpu_memory_utilization)
     dtype = model.torch_dtype if dtype == "auto" else dtype
     dtype_bytes(dtype)
     kv_element_bytes(model, kv_cache_dtype, dtype)
     mml = int(positive_int("max_model_len", max_model_len if max_model_len is not None
-                           else model.max_position_embeddings))
+                           else model.max_position_embeddings, scalar=True))
     if mml > model.max_position_embeddings:
         raise InvalidInputError("max_model_len", mml,
                                 f"at most max_position_embeddings ({model.max_position_embeddings}) of {model.id}")
@@ -193,19 +195,22 @@ def resolve_settings(model: ModelSpec, gpu_memory_bytes: float, gpu_name: str, *
     seqs = seqs if max_num_seqs is None else max_num_seqs
     default_block = mla_block_size if model.is_mla and v.engine == "V1" else 16
     return Settings(
-        tensor_parallel_size=int(positive_int("tensor_parallel_size", tensor_parallel_size, maximum=1024)),
-        pipeline_parallel_size=int(positive_int("pipeline_parallel_size", pipeline_parallel_size, maximum=1024)),
+        tensor_parallel_size=int(positive_int("tensor_parallel_size", tensor_parallel_size, maximum=1024,
+                                              scalar=True)),
+        pipeline_parallel_size=int(positive_int("pipeline_parallel_size", pipeline_parallel_size, maximum=1024,
+                                                scalar=True)),
         dtype=dtype, quantization=resolve_quantization(model, quantization), kv_cache_dtype=kv_cache_dtype,
         gpu_memory_utilization=float(gpu_memory_utilization), max_model_len=mml,
-        max_num_batched_tokens=int(positive_int("max_num_batched_tokens", tokens)),
-        max_num_seqs=int(positive_int("max_num_seqs", seqs)),
-        block_size=int(positive_int("block_size", default_block if block_size is None else block_size, maximum=4096)),
+        max_num_batched_tokens=int(positive_int("max_num_batched_tokens", tokens, scalar=True)),
+        max_num_seqs=int(positive_int("max_num_seqs", seqs, scalar=True)),
+        block_size=int(positive_int("block_size", default_block if block_size is None else block_size,
+                                    maximum=4096, scalar=True)),
         enforce_eager=bool(enforce_eager),
         kv_cache_memory_bytes=None if kv_cache_memory_bytes is None else int(
-            positive_int("kv_cache_memory", kv_cache_memory_bytes)),
+            positive_int("kv_cache_memory", kv_cache_memory_bytes, scalar=True)),
         vllm_version=v.text, engine=v.engine,
         expert_parallel_size=None if expert_parallel_size is None else int(
-            positive_int("expert_parallel_size", expert_parallel_size)),
+            positive_int("expert_parallel_size", expert_parallel_size, scalar=True)),
     )
 
 
@@ -246,7 +251,10 @@ def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_by
     """
     if gpu is None and gpu_memory_bytes is None:
         raise InvalidInputError("gpu", None, "a GPU name, or the GPU's memory in GiB")
-    total = float(gpu_memory_bytes if gpu_memory_bytes is not None else gpu.memory_bytes)
+    try:
+        total = float(gpu_memory_bytes if gpu_memory_bytes is not None else gpu.memory_bytes)
+    except (TypeError, ValueError):
+        raise InvalidInputError("gpu_memory_gib", gpu_memory_bytes, "one positive number") from None
     if not (total > 0 and math.isfinite(total)):
         raise InvalidInputError("gpu_memory_gib", total / GiB, "a positive number")
     name = gpu.name if gpu else f"GPU with {total / GiB:.2f} GiB"

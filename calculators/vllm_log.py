@@ -8,6 +8,7 @@ release. Memory figures are GiB as printed (vLLM's V0 "GB" is GiB).
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -93,20 +94,25 @@ def _config_settings(text: str) -> dict:
         if raw == "None":
             continue
         try:
-            out["max_model_len" if key == "max_seq_len" else key] = (raw == "True") if kind is bool else kind(raw)
+            value = (raw == "True") if kind is bool else kind(raw)
         except ValueError:
             continue
+        if kind is str or kind is bool or (math.isfinite(value) and value >= 0):
+            out["max_model_len" if key == "max_seq_len" else key] = value
     return out
 
 
 def _args_settings(text: str) -> dict:
+    if len(text) > 20_000:  # literal_eval's cost grows with nesting; real "non-default args" are short
+        return {}
     try:
         args = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):  # {{...}}: unhashable dict in a set
         return {}
     if not isinstance(args, dict):
         return {}
-    return {k: v for k, v in args.items() if k in _CONFIG_KEYS and isinstance(v, str | int | float | bool)}
+    return {k: v for k, v in args.items() if k in _CONFIG_KEYS and isinstance(v, str | int | float | bool)
+            and (isinstance(v, str | bool) or (math.isfinite(v) and v >= 0))}
 
 
 def _fingerprint(found: set[str], has_combined_line: bool) -> tuple[str | None, str, str | None]:
@@ -139,6 +145,7 @@ def parse_vllm_log(text: str) -> VllmLog:
     combined = False
     recognised = 0
     version = None
+    versions: dict[str, None] = {}  # every version printed, in order
     for line in text.splitlines():
         hit = False
         for name, pat in _PATTERNS.items():
@@ -147,11 +154,15 @@ def parse_vllm_log(text: str) -> VllmLog:
                 continue
             if name == "blocks_v1" and _PATTERNS["blocks_v0"].search(line):
                 continue
+            try:
+                _take(name, m, v)
+            except ValueError:  # a negative count or a number too large: not a line vLLM prints
+                continue
             found.add(name)
             hit = hit or name not in ("version", "non_default", "config")
-            _take(name, m, v)
-            if name == "version" and version is None:
-                version = m.group(1)
+            if name == "version":
+                version = version or m.group(1)
+                versions.setdefault(m.group(1))
             if name == "config":
                 v["settings"].update({k: x for k, x in _config_settings(m.group(1)).items()
                                       if k not in v["settings"]})
@@ -166,6 +177,8 @@ def parse_vllm_log(text: str) -> VllmLog:
     rep, span, engine = _fingerprint(found, combined)
     if version is not None:
         span = f"{version} (printed in the log)"
+        if len(versions) > 1:
+            span = f"{version} (the log prints several versions: {', '.join(versions)}; the first is used)"
         engine = engine or ("V1" if tuple(map(int, version.split(".")[:2])) >= (0, 8) else "V0")
     return VllmLog(
         version=version or rep, version_range=span, engine=engine, settings=v["settings"],
@@ -177,6 +190,14 @@ def parse_vllm_log(text: str) -> VllmLog:
         cudagraph_gib=v.get("cudagraph"), recognised_lines=recognised)
 
 
+def _n(text: str) -> int:
+    """A count printed by vLLM (tokens, blocks): a whole number ≥ 0, else ValueError."""
+    x = _f(text)
+    if not 0 <= x < 2**63:
+        raise ValueError(f"not a count: {text}")
+    return int(x)
+
+
 def _take(name: str, m: re.Match, v: dict) -> None:  # noqa: C901 - one branch per line format
     g = m.groups()
     if name in ("weights_v1", "weights_v0"):
@@ -184,14 +205,17 @@ def _take(name: str, m: re.Match, v: dict) -> None:  # noqa: C901 - one branch p
     elif name == "available":
         v["available"].append(_f(g[0]))
     elif name == "tokens":
-        v["tokens"].append(int(_f(g[0])))
+        v["tokens"].append(_n(g[0]))
     elif name == "concurrency":
-        v["concurrency_len"] = int(_f(g[0]))
-        v["concurrency"].append(_f(g[1]))
+        length, conc = _n(g[0]), _f(g[1])
+        if conc < 0:
+            raise ValueError("negative concurrency")
+        v["concurrency_len"] = length
+        v["concurrency"].append(conc)
     elif name in ("blocks_v1", "blocks_info"):
-        v["blocks"] = int(_f(g[0]))
+        v["blocks"] = _n(g[0])
     elif name == "blocks_v0":
-        v["blocks"], v["cpu_blocks"] = int(_f(g[1])), int(_f(g[2]))
+        v["blocks"], v["cpu_blocks"] = _n(g[1]), _n(g[2])
     elif name == "profiling":
         v["total"], v["peak_torch"], v["non_torch"] = _f(g[0]), _f(g[1]), _f(g[2])
         v["available"].append(_f(g[3]))

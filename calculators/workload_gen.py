@@ -23,6 +23,8 @@ from calculators.errors import InvalidInputError
 from calculators.validation import fraction, positive, positive_int
 
 Z95 = 1.6448536269514722  # Φ⁻¹(0.95)
+MAX_TRACE_BYTES = 20 * 1024 * 1024
+"""Largest replay trace read [bytes] (about a million requests)."""
 TRACE_COLUMNS = ("arrival_time_s", "input_tokens", "output_tokens")
 
 
@@ -143,7 +145,7 @@ def as_length_dist(value: object) -> object:
     if hasattr(value, "sample"):
         return value
     if np.ndim(value) == 0:
-        return Fixed(int(positive_int("tokens", value)))
+        return Fixed(int(positive_int("tokens", value, scalar=True)))
     return Empirical(tuple(int(x) for x in np.ravel(value)))
 
 
@@ -234,13 +236,13 @@ def make_workload(arrivals: object, input_len: object, output_len: object, *, nu
         positive_int("concurrency", arrivals.concurrency)
         if num_requests is None:
             raise InvalidInputError("num_requests", None, "a number of requests for a closed-loop workload")
-        n = int(positive_int("num_requests", num_requests))
+        n = int(positive_int("num_requests", num_requests, scalar=True))
         think = (t_rng.exponential(arrivals.think_time_s, n) if arrivals.think_time_s > 0 else np.zeros(n))
         return Workload(ind.sample(i_rng, n), outd.sample(o_rng, n), None, arrivals, think)
     if not hasattr(arrivals, "times"):
         raise InvalidInputError("arrivals", arrivals, "Poisson, Gamma, Constant or ClosedLoop")
     if num_requests is not None:
-        n = int(positive_int("num_requests", num_requests))
+        n = int(positive_int("num_requests", num_requests, scalar=True))
         times = arrivals.times(a_rng, n)
     elif duration_s is not None:
         d = positive("duration_s", duration_s)
@@ -282,10 +284,12 @@ def read_trace(path: str | Path) -> Workload:
     """
     p = Path(path)
     try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
+        if p.stat().st_size > MAX_TRACE_BYTES:
+            raise InvalidInputError("trace", f"{p.stat().st_size} bytes", f"at most {MAX_TRACE_BYTES} bytes")
+        text = p.read_text(encoding="utf-8")
+        rows = list(csv.reader(text.splitlines()))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InvalidInputError("trace", str(p), f"a readable CSV file ({exc.__class__.__name__})") from None
-    rows = list(csv.reader(text.splitlines()))
     if not rows:
         raise InvalidInputError("trace line 1: header", "", "a header naming " + ", ".join(TRACE_COLUMNS))
     header = [h.strip() for h in rows[0]]

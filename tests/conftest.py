@@ -20,3 +20,7 @@ def hf(name: str):
 def vllm_cases() -> dict[str, dict]:
     cases = json.loads((FIXTURES / "vllm_logs" / "cases.json").read_text())
     return {c["case_id"]: c for c in cases}
+
+
+# Browser fixtures, defined once for the whole run (one live server and one browser per worker).
+from tests.e2e.helpers import browser, page, server_url  # noqa: E402, F401

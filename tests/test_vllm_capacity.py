@@ -192,6 +192,9 @@ def test_weights_beyond_budget_is_a_result_not_an_error():
     ({"tensor_parallel_size": 5}, "tensor_parallel_size"),
     ({"vllm_version": "banana"}, "vllm_version"),
     ({"block_size": 0}, "block_size"),
+    ({"kv_cache_memory_bytes": [1]}, "kv_cache_memory"),  # found by tests/test_fuzz.py
+    ({"gpu_memory_utilization": [0.9]}, "gpu_memory_utilization"),
+    ({"max_model_len": [1024, 2048]}, "max_model_len"),
 ])
 def test_bad_flags_name_the_field(flags, field):
     with pytest.raises(InvalidInputError) as e:

@@ -9,13 +9,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.e2e import helpers
 from tests.e2e.helpers import ROOT, shot, wait_for_app
-
-# fixtures (the helpers are not a conftest.py: see tests/e2e/helpers.py)
-server_url = helpers.server_url
-browser = helpers.browser
-page = helpers.page
 
 pytestmark = pytest.mark.e2e
 DEEP = "/?model=meta-llama/Llama-3.1-70B-Instruct&gpu=H100&tp=4"

@@ -1,0 +1,160 @@
+"""Load test: N concurrent browser sessions against a live ``streamlit run`` (issue 8).
+
+    python benchmarks/load.py [--sessions 50] [--duration-s 60] [--chromium /usr/bin/chromium]
+
+Starts the app on 127.0.0.1 (a free port, headless), opens one Chromium with N contexts, each on a
+deep link; each session then changes ``tensor_parallel_size`` over and over for ``--duration-s`` and
+times each change until the page has settled (script not running, no skeletons, URL updated). Prints
+p50/p95 settle time, errors, and the server's resident memory (VmRSS from /proc) per session. It stops
+by itself (a hard deadline of duration + 4 min) and always terminates the server it started.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.e2e.helpers import free_port, start_server, wait_healthy  # noqa: E402 (one server launcher)
+
+ROOT = Path(__file__).resolve().parent.parent
+ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-renderer-backgrounding", "--disable-background-timer-throttling"]
+DEEP = "/?model=meta-llama/Llama-3.1-70B-Instruct&gpu=H100&tp=4&mean_len=2048"
+SETTLED_JS = ("() => { const a = document.querySelector('[data-testid=stApp]'); return a && "
+              "a.dataset.testConnectionState === 'CONNECTED' && a.dataset.testScriptState === 'notRunning' && "
+              "document.querySelectorAll('[data-testid=stSkeleton]').length === 0 }")
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def settle(page, timeout_ms: int) -> None:
+    await page.wait_for_timeout(50)
+    await page.wait_for_function(SETTLED_JS, timeout=timeout_ms)
+
+
+async def open_session(browser, url: str, timeout_ms: int, stats: dict):
+    ctx = await browser.new_context(viewport={"width": 1200, "height": 900})
+    page = await ctx.new_page()
+    t = time.perf_counter()
+    try:
+        await page.goto(url + DEEP, timeout=timeout_ms)
+        await page.wait_for_selector(".st-key-tp input", timeout=timeout_ms)
+        await settle(page, timeout_ms)
+        stats["open_s"].append(time.perf_counter() - t)
+    except Exception as exc:  # counted, not fatal: the figure we want is how many fail
+        stats["errors"].append(f"open: {type(exc).__name__}: {str(exc)[:100]}")
+    return ctx, page
+
+
+async def drive(i: int, page, deadline: float, timeout_ms: int, stats: dict) -> None:
+    values = ["2", "8", "4"]
+    k = i % 3
+    while time.monotonic() < deadline:
+        value = values[k % 3]
+        k += 1
+        try:
+            box = page.locator(".st-key-tp input")
+            t = time.perf_counter()
+            await box.fill(value)
+            await box.press("Enter")
+            await page.wait_for_function(f"window.location.search.includes('tp={value}') || "
+                                         f"('{value}' === '1' && !window.location.search.includes('tp='))",
+                                         timeout=timeout_ms)
+            await settle(page, timeout_ms)
+            stats["change_s"].append(time.perf_counter() - t)
+            if await page.locator("[data-testid=stException]").count():
+                stats["errors"].append("exception element on the page")
+        except Exception as exc:
+            stats["errors"].append(f"change: {type(exc).__name__}: {str(exc)[:100]}")
+        await asyncio.sleep(0.2)
+
+
+def pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+async def run(a: argparse.Namespace, url: str, pid: int, stats: dict) -> None:
+    from playwright.async_api import async_playwright
+    timeout_ms = int(a.timeout_s * 1000)
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=a.chromium, args=ARGS, headless=True)
+        rss_before = stats["rss_before"] = rss_kib(pid)
+        sessions = []
+        for start in range(0, a.sessions, a.open_batch):  # open in batches: 50 cold page loads at once time out
+            n = min(a.open_batch, a.sessions - start)
+            sessions += await asyncio.gather(*[open_session(browser, url, timeout_ms, stats) for _ in range(n)])
+        rss_open = stats["rss_open"] = rss_kib(pid)
+        deadline = time.monotonic() + a.duration_s
+        await asyncio.gather(*[drive(i, pg, deadline, timeout_ms, stats) for i, (_, pg) in enumerate(sessions)])
+        rss_end = rss_kib(pid)
+        for ctx, _ in sessions:
+            await ctx.close()
+        await browser.close()
+    stats.update(rss_before=rss_before, rss_open=rss_open, rss_end=rss_end)
+
+
+async def run_bounded(a: argparse.Namespace, url: str, pid: int, stats: dict) -> None:
+    """The whole run under a hard deadline; on expiry the figures gathered so far are reported."""
+    try:
+        await asyncio.wait_for(run(a, url, pid, stats), timeout=a.duration_s + a.open_budget_s + a.timeout_s + 30)
+    except TimeoutError:
+        stats["errors"].append("hard deadline reached: figures are partial")
+        stats["rss_end"] = rss_kib(pid)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", type=int, default=50)
+    ap.add_argument("--duration-s", type=float, default=60.0)
+    ap.add_argument("--open-batch", type=int, default=10, help="sessions opened at once")
+    ap.add_argument("--timeout-s", type=float, default=60.0, help="per page load / per change")
+    ap.add_argument("--open-budget-s", type=float, default=150.0, help="time allowed to open all sessions")
+    ap.add_argument("--chromium", default="/usr/bin/chromium")
+    a = ap.parse_args()
+    port = free_port()
+    proc = start_server(port)
+    try:
+        wait_healthy(port, proc)
+        url = f"http://127.0.0.1:{port}"
+        t0 = time.monotonic()
+        stats: dict = {"open_s": [], "change_s": [], "errors": [], "rss_before": 0, "rss_open": 0, "rss_end": 0}
+        asyncio.run(run_bounded(a, url, proc.pid, stats))
+        wall = time.monotonic() - t0
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    ch, op = stats["change_s"], stats["open_s"]
+    per = (stats["rss_open"] - stats["rss_before"]) / max(1, len(op))
+    if not stats["rss_open"]:
+        stats["rss_open"] = stats["rss_end"]
+    print(f"sessions {a.sessions} (opened {len(op)}), duration {a.duration_s:.0f} s, wall {wall:.0f} s, "
+          f"{os.cpu_count()} CPUs")
+    print(f"page open   : p50 {pct(op, .5):6.2f} s   p95 {pct(op, .95):6.2f} s")
+    print(f"input change: {len(ch)} changes, p50 {pct(ch, .5):6.2f} s   p95 {pct(ch, .95):6.2f} s   "
+          f"mean {statistics.mean(ch) if ch else float('nan'):.2f} s")
+    print(f"errors      : {len(stats['errors'])}" + "".join(f"\n    {e}" for e in stats["errors"][:8]))
+    print(f"server RSS  : {stats['rss_before'] / 1024:.0f} MiB before, {stats['rss_open'] / 1024:.0f} MiB with "
+          f"sessions open ({per / 1024:.1f} MiB per session), {stats['rss_end'] / 1024:.0f} MiB at the end")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
