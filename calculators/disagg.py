@@ -44,7 +44,7 @@ from calculators.queueing import batched_server_wait
 from calculators.roofline import Efficiencies, Roofline
 from calculators.specs import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive
-from calculators.vllm_capacity import _request_blocks, vllm_capacity
+from calculators.vllm_capacity import request_blocks, vllm_capacity
 
 #: PCIe 5.0 x16 per direction: 32 GT/s × 16 lanes ÷ 8 ≈ 64 GB/s raw, ~63 GB/s after 128b/130b
 #: encoding (PCI-SIG PCIe 5.0 base specification). Used when a GPU has no scale-up link.
@@ -202,7 +202,7 @@ def _decode_pool(model: ModelSpec, lay: Layout, w: Workload, cap_u: float, kw: d
     if not cap.fits:
         return None
     blocks = min(s.num_blocks for s in cap.stages)
-    limit = int(blocks // _request_blocks(model, cap.binding.groups, w.longest_len, cap.settings))
+    limit = int(blocks // request_blocks(model, cap.binding.groups, w.longest_len, cap.settings))
     if limit < 1:
         return None
     kw = {**kw, "max_num_batched_tokens": cap.settings.max_num_batched_tokens}

@@ -41,7 +41,7 @@ def memory_breakdown(doc: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _request_blocks(model: ModelSpec, doc: dict, lengths: np.ndarray) -> np.ndarray:
+def request_blocks(model: ModelSpec, doc: dict, lengths: np.ndarray) -> np.ndarray:
     """Blocks one request of each length holds (vLLM ``max_memory_usage_bytes``), vectorised."""
     s = doc["settings"]
     b, mnbt = s["block_size"], s["max_num_batched_tokens"]
@@ -72,14 +72,14 @@ def concurrency_curve(model: ModelSpec, doc: dict, *, points: int = 60) -> pd.Da
         np.geomspace(s["block_size"], mml, points).round().astype(np.int64), [mml],
         [int(doc["max_num_seqs_advice"]["mean_len"])] if doc.get("max_num_seqs_advice") else []]).astype(np.int64))
     lengths = lengths[(lengths >= 1) & (lengths <= mml)]
-    conc = doc["num_gpu_blocks"] / _request_blocks(model, doc, lengths)
+    conc = doc["num_gpu_blocks"] / request_blocks(model, doc, lengths)
     return pd.DataFrame({"context_tokens": lengths, "max_concurrency": conc})
 
 
 def concurrency_at(model: ModelSpec, doc: dict, length: float) -> float:
     """Sequences of ``length`` tokens the pool holds at once (capped at ``max_model_len``)."""
     n = min(int(np.ceil(length)), doc["settings"]["max_model_len"])
-    return float(doc["num_gpu_blocks"] / _request_blocks(model, doc, np.array([n]))[0])
+    return float(doc["num_gpu_blocks"] / request_blocks(model, doc, np.array([n]))[0])
 
 
 def memory_rows(doc: dict) -> list[dict]:

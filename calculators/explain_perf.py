@@ -21,7 +21,7 @@ from calculators.queueing import batched_server_wait
 from calculators.roofline import PP_HANDOFF_LATENCY_S, Roofline, decode_terms, prefill_terms
 from calculators.serving import serving_metrics
 from calculators.specs import ModelSpec
-from calculators.vllm_capacity import CapacityResult, _request_blocks
+from calculators.vllm_capacity import CapacityResult, request_blocks
 
 #: Decode batch sizes whose operating points the roofline chart shows (with the knee and the KV limit).
 ROOFLINE_BATCHES = (1, 4, 16, 64, 256, 1024)
@@ -48,7 +48,7 @@ def kv_limit(model: ModelSpec, result: CapacityResult, context_tokens: float) ->
     n = int(math.ceil(context_tokens))
     if (not result.fits and result.binding.num_blocks == 0) or n > result.settings.max_model_len:
         return 0
-    per_seq = _request_blocks(model, result.binding.groups, n, result.settings)
+    per_seq = request_blocks(model, result.binding.groups, n, result.settings)
     return int(min(s.num_blocks for s in result.stages) // per_seq)
 
 

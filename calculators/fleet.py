@@ -24,7 +24,7 @@ from calculators.roofline import Efficiencies, Roofline
 from calculators.serving import serving_metrics
 from calculators.specs import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive
-from calculators.vllm_capacity import _request_blocks, vllm_capacity
+from calculators.vllm_capacity import request_blocks, vllm_capacity
 
 TP_SIZES = (1, 2, 4, 8, 16)
 PP_SIZES = (1, 2, 4)
@@ -218,7 +218,7 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
         plan.message = cap.message
         return plan
     blocks = min(s.num_blocks for s in cap.stages)
-    limit = blocks // _request_blocks(model, cap.binding.groups, w.longest_len, cap.settings)
+    limit = blocks // request_blocks(model, cap.binding.groups, w.longest_len, cap.settings)
     plan.kv_cache_tokens, plan.kv_batch_limit = cap.kv_cache_tokens, int(limit)
     if limit < 1:
         plan.message = f"does not fit: the KV cache holds no request of {w.longest_len:,} tokens"

@@ -9,7 +9,7 @@ from calculators.curves import KNEE_THRESHOLD, batch_curve, knee_batch, slo_batc
 from calculators.errors import InvalidInputError
 from calculators.roofline import Roofline, crossover_batch_size, ridge_point
 from calculators.serving import serving_metrics
-from calculators.vllm_capacity import vllm_capacity
+from calculators.vllm_capacity import request_blocks, vllm_capacity
 
 
 def kv_batch_limit(r: Roofline, context_tokens: int, **capacity_flags) -> int:
@@ -19,8 +19,7 @@ def kv_batch_limit(r: Roofline, context_tokens: int, **capacity_flags) -> int:
                         kv_cache_dtype=r.kv_cache_dtype, **capacity_flags)
     if not res.fits and res.binding.num_blocks == 0:
         return 0
-    from calculators.vllm_capacity import _request_blocks
-    per_seq = _request_blocks(r.model, res.binding.groups, int(context_tokens), res.settings)
+    per_seq = request_blocks(r.model, res.binding.groups, int(context_tokens), res.settings)
     return int(min(s.num_blocks for s in res.stages) // per_seq)
 
 

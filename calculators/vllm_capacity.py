@@ -152,7 +152,8 @@ def blocks_per_request(model: ModelSpec, group: KVGroup, seq_len: int, block_siz
     return -(-min(window + max_num_batched_tokens, seq_len) // block_size)
 
 
-def _request_blocks(model: ModelSpec, groups: tuple[KVGroup, ...], seq_len: int, s: Settings) -> int:
+def request_blocks(model: ModelSpec, groups: tuple[KVGroup, ...], seq_len: int, s: Settings) -> int:
+    """Blocks one request of ``seq_len`` tokens holds across all KV groups (see :func:`blocks_per_request`)."""
     return sum(blocks_per_request(model, g, seq_len, s.block_size, s.max_num_batched_tokens) for g in groups)
 
 
@@ -162,7 +163,7 @@ def estimate_max_model_len(model: ModelSpec, stage: StageMemory, s: Settings) ->
     lo, hi = 0, s.max_model_len
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if _request_blocks(model, stage.groups, mid, s) <= blocks:
+        if request_blocks(model, stage.groups, mid, s) <= blocks:
             lo = mid
         else:
             hi = mid - 1
@@ -284,7 +285,7 @@ def printed_kv_numbers(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVe
     if v.engine == "V0" or not v.at_least(0, 9, 1):
         tokens = num_blocks * s.block_size
         return tokens, tokens / mml
-    concurrency = num_blocks / _request_blocks(model, st.groups, mml, s)
+    concurrency = num_blocks / request_blocks(model, st.groups, mml, s)
     if not v.at_least(0, 21):
         return (num_blocks // len(st.groups)) * s.block_size, concurrency
     return int(concurrency * mml), concurrency
@@ -329,7 +330,7 @@ def _failure(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVersion) -> 
     if st.available.value <= 0 or st.num_blocks == 0:
         return ("ValueError: No available memory for the cache blocks. Try increasing "
                 "`gpu_memory_utilization` when initializing the engine."), 0
-    per_request = _request_blocks(model, st.groups, s.max_model_len, s)
+    per_request = request_blocks(model, st.groups, s.max_model_len, s)
     if per_request <= st.num_blocks:
         return None, None
     estimate = estimate_max_model_len(model, st, s)
@@ -355,7 +356,7 @@ def _report(model: ModelSpec, name: str, total: float, s: Settings, v: VllmVersi
     tokens_hi, conc_hi = printed_kv_numbers(model, st, s, v, hi_blocks)
     failure, estimate = _failure(model, st, s, v)
     fits = failure is None
-    per_request = _request_blocks(model, st.groups, s.max_model_len, s)
+    per_request = request_blocks(model, st.groups, s.max_model_len, s)
     g = GiB
     if fits:
         message = (f"fits: {tokens:,} KV-cache tokens, {conc:.2f}x concurrency at {s.max_model_len:,} tokens "
