@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
 from calculators.roofline import Efficiencies, Roofline, decode_terms, prefill_terms
 from calculators.validation import positive
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built (it costs ~0.4 s at app start-up)
+    import pandas as pd
 
 POINT_COLUMNS = ("batch_size", "input_len", "output_len", "tpot_s")
 EXTRAPOLATION_LIMIT = 1.25  # Measured answers up to 25 % beyond the measured range, no further
@@ -236,4 +239,5 @@ def profile_points(profile) -> pd.DataFrame:
                      "label": lp.label or f"{lp.request_rate_per_s or lp.concurrency}"})
     if not rows:
         raise InvalidInputError("profile", profile.source_files, "load points with throughput, TPOT and lengths")
+    import pandas as pd
     return pd.DataFrame(rows)

@@ -1,14 +1,18 @@
 """Throughput–latency curves over batch size, their knee and the SLO batch."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
 from calculators.perf_model import PerformanceModel
 from calculators.serving import serving_metrics
 from calculators.validation import positive, positive_int
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KNEE_THRESHOLD = 0.15  # seed 001: stop where doubling the batch gains less than 15 %
 
@@ -20,12 +24,18 @@ def batch_grid(max_batch: int) -> np.ndarray:
     return np.unique(np.append(grid, top))
 
 
+def batch_curve_arrays(pm: PerformanceModel, input_len: float, output_len: float,
+                       max_batch: int) -> dict[str, np.ndarray]:
+    """Serving metrics at every batch of :func:`batch_grid`, column by column."""
+    b = batch_grid(max_batch)
+    return {"batch_size": b, **{k: np.broadcast_to(v, b.shape)
+                                for k, v in serving_metrics(pm, b, input_len, output_len).items()}}
+
+
 def batch_curve(pm: PerformanceModel, input_len: float, output_len: float, max_batch: int) -> pd.DataFrame:
     """Serving metrics at every batch of :func:`batch_grid` — a tidy table."""
-    b = batch_grid(max_batch)
-    df = pd.DataFrame({"batch_size": b, **{k: np.broadcast_to(v, b.shape)
-                                           for k, v in serving_metrics(pm, b, input_len, output_len).items()}})
-    return df
+    import pandas as pd
+    return pd.DataFrame(batch_curve_arrays(pm, input_len, output_len, max_batch))
 
 
 def knee_batch(batch: ArrayLike, throughput: ArrayLike, threshold: float = KNEE_THRESHOLD) -> float:

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from calculators.curves import KNEE_THRESHOLD, batch_curve, knee_batch, slo_batch
+from calculators.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_batch, slo_batch
 from calculators.errors import InvalidInputError
 from calculators.roofline import Roofline, crossover_batch_size, ridge_point
 from calculators.serving import serving_metrics
@@ -68,14 +68,16 @@ def knee_document(r: Roofline, *, input_len: int, output_len: int, ttft_target_s
     if top < 1:
         return {"model": r.model.id, "gpu": r.gpu.id, "kv_batch_limit": limit, "knee_batch_size": None,
                 "slo_batch_size": None, "message": "not even one sequence of this length fits in the KV cache"}
-    df = batch_curve(r, input_len, output_len, top)
-    knee = knee_batch(df.batch_size, df.output_tokens_per_s, threshold)
-    slo = slo_batch(df.batch_size, df.ttft_s, df.tpot_s, ttft_target_s=ttft_target_s, tpot_target_s=tpot_target_s)
+    c = batch_curve_arrays(r, input_len, output_len, top)
+    knee = knee_batch(c["batch_size"], c["output_tokens_per_s"], threshold)
+    slo = slo_batch(c["batch_size"], c["ttft_s"], c["tpot_s"], ttft_target_s=ttft_target_s,
+                    tpot_target_s=tpot_target_s)
+    records = [{k: float(v[i]) for k, v in c.items()} for i in range(len(c["batch_size"]))]
     doc = {"model": r.model.id, "gpu": r.gpu.id, "tensor_parallel_size": int(np.ravel(r.tensor_parallel_size)[0]),
            "input_len": input_len, "output_len": output_len, "knee_threshold": threshold, "kv_batch_limit": limit,
-           "knee_batch_size": knee, "slo_batch_size": slo, "curve": df.to_dict(orient="records")}
+           "knee_batch_size": knee, "slo_batch_size": slo, "curve": records}
     if slo is None:
-        best_tpot, best_ttft = float(df.tpot_s.min()), float(df.ttft_s.min())
+        best_tpot, best_ttft = float(c["tpot_s"].min()), float(c["ttft_s"].min())
         parts = []
         if tpot_target_s is not None and best_tpot > tpot_target_s:
             parts.append(f"TPOT ≥ {best_tpot * 1e3:.0f} ms at any batch on this GPU")
