@@ -73,9 +73,9 @@ if not widgets.show_error(ctx):
     widgets.show_math("Budget", explain.math_budget(doc))
 
     st.subheader("vllm serve")
-    st.code(doc["vllm_serve"], language="bash", wrap_lines=True)
+    st.text(doc["vllm_serve"])  # not st.code: its highlighter chunk holds the first paint ~1 s (cold start)
     st.subheader("What vLLM prints at start-up (predicted)")
-    st.code("\n".join(doc["vllm_lines"]), language=None, wrap_lines=True)
+    st.text("\n".join(doc["vllm_lines"]))
     for note in doc["notes"]:
         st.info(note)
     widgets.downloads(doc, key="overview")

@@ -23,7 +23,7 @@ def test_overview_deep_link_numbers(make_app):
     assert m["KV cache per token per GPU [bytes]"] == f"{2 * (8 // 4) * 128 * 2 * 80:,}"
     assert "GPU KV cache size [tokens]" in m and "Suggested max_num_seqs" in m
     assert at.success and at.success[0].value.startswith("fits")
-    assert any("vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 4" in c.value for c in at.code)
+    assert any("vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 4" in t.value for t in at.text)
     assert len([e for e in at.expander if e.label.startswith("Show the math")]) >= 5
 
 
