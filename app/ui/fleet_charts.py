@@ -25,6 +25,27 @@ def memo(name: str, key: Any, compute: Callable[[], Any]) -> Any:
     return value
 
 
+def planned(ctx, model, gpus: list, name: str, **extra: Any) -> tuple[list, Any, dict, str, tuple]:
+    """Every layout of ``gpus`` sized for the sidebar's workload (memoised per session and inputs).
+
+    Returns the ranked plans, the workload, the keyword arguments used, the performance-model
+    sentence and the memo key (for results derived from the same inputs); raises
+    :class:`InvalidInputError` for a workload the planner cannot take.
+    """
+    from app.ui import perf
+    from calculators.fleet import plan_fleet
+    scn = ctx.scenario
+    eff, eff_source = perf.efficiencies(ctx)
+    w = scn.workload()
+    kw = {**extra, "quantization": None if scn.quantization == "auto" else scn.quantization,
+          "kv_cache_dtype": scn.kv_cache_dtype, "gpu_memory_utilization": scn.gpu_memory_utilization,
+          "max_model_len": scn.max_model_len, "efficiencies": eff}
+    key = (model, gpus, w, sorted(kw.items(), key=lambda x: x[0]))
+    with st.spinner("Planning every layout…"):
+        plans = memo(name, key, lambda: plan_fleet(model, gpus, w, **kw))
+    return plans, w, kw, eff_source, key
+
+
 def _ms(x):
     return None if x is None else x * 1e3
 

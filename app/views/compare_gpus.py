@@ -5,9 +5,9 @@ import pandas as pd
 import streamlit as st
 
 from app.ui import fleet_charts as fc
-from app.ui import perf, state, widgets
+from app.ui import state, widgets
 from calculators.errors import InvalidInputError
-from calculators.fleet import gpu_price, plan_fleet
+from calculators.fleet import gpu_price
 
 ctx = state.computed()
 st.title("Compare GPUs")
@@ -24,15 +24,8 @@ if not gpu_ids:
     st.info("Pick at least one GPU type.")
     st.stop()
 gpus = [state.resolve_gpu(g) for g in gpu_ids]
-eff, eff_source = perf.efficiencies(ctx)
 try:
-    w = scn.workload()
-    kw = {"quantization": None if scn.quantization == "auto" else scn.quantization,
-          "kv_cache_dtype": scn.kv_cache_dtype, "gpu_memory_utilization": scn.gpu_memory_utilization,
-          "max_model_len": scn.max_model_len, "efficiencies": eff}
-    key = (model, gpus, w, sorted(kw.items(), key=lambda x: x[0]))
-    with st.spinner("Planning every layout…"):
-        plans = fc.memo("compare", key, lambda: plan_fleet(model, gpus, w, **kw))
+    plans, w, kw, eff_source, key = fc.planned(ctx, model, gpus, "compare")
 except InvalidInputError as exc:
     st.error(f"Cannot plan this workload — {exc}")
     st.stop()

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from app.ui import fleet_charts as fc
-from app.ui import inputs, perf, state, widgets
+from app.ui import inputs, state, widgets
 from calculators.disagg import plan_disaggregated
 from calculators.errors import InvalidInputError
 from calculators.explain_fleet import math_chain, math_disagg, serve_line
@@ -38,16 +38,9 @@ if not gpu_ids:
     st.stop()
 
 gpus = [state.resolve_gpu(g) for g in gpu_ids]
-eff, eff_source = perf.efficiencies(ctx)
 try:
-    w = scn.workload()
-    kw = {"utilisation_cap": cap, "n_plus_one": n_plus_one, "usd_per_gpu_hour": price,
-          "quantization": None if scn.quantization == "auto" else scn.quantization,
-          "kv_cache_dtype": scn.kv_cache_dtype, "gpu_memory_utilization": scn.gpu_memory_utilization,
-          "max_model_len": scn.max_model_len, "efficiencies": eff}
-    key = (model, gpus, w, sorted(kw.items(), key=lambda x: x[0]))
-    with st.spinner("Planning every layout…"):
-        plans = fc.memo("plans", key, lambda: plan_fleet(model, gpus, w, **kw))
+    plans, w, kw, eff_source, key = fc.planned(ctx, model, gpus, "plans", utilisation_cap=cap, n_plus_one=n_plus_one,
+                                          usd_per_gpu_hour=price)
 except InvalidInputError as exc:
     st.error(f"Cannot plan this workload — {exc}")
     st.stop()
@@ -179,8 +172,9 @@ with st.expander("Quote details (free text, printed on the quote)"):
     prepared = q2.text_input("Prepared by", key="quote_prepared_by")
     notes = st.text_area("Notes", key="quote_notes")
 doc = quote_document(model, gpus, w, plans, chosen=chosen, permalink=inputs.permalink(ctx), served_name=served,
-                     efficiencies=eff, efficiency_source=eff_source, utilisation_cap=cap, n_plus_one=n_plus_one,
-                     usd_per_gpu_hour=price, customer=customer, prepared_by=prepared, notes=notes)
+                     efficiencies=kw["efficiencies"], efficiency_source=eff_source, utilisation_cap=cap,
+                     n_plus_one=n_plus_one, usd_per_gpu_hour=price, customer=customer, prepared_by=prepared,
+                     notes=notes)
 d1, d2, d3, d4 = st.columns(4)
 d1.download_button("Download quote (HTML)", quote_html(doc), file_name="quote.html", mime="text/html",
                    key="dl_quote_html", on_click="ignore")
