@@ -181,10 +181,11 @@ def default_max_model_len(model: ModelSpec, w: Workload) -> int:
 
 
 def _replicas_for_ttft(w: Workload, start: np.ndarray, prefill_s: np.ndarray, e2e_s: np.ndarray, b: np.ndarray,
-                       factor: float, extra: int = 8) -> np.ndarray:
+                       factor: float, needed: np.ndarray, extra: int = 8) -> np.ndarray:
     """Fewest replicas (from ``start`` up) whose p99 TTFT = prefill + p99 queueing wait meets the
     target; ``inf`` where the prefill alone misses it. Tries ``start … start + extra`` in one
-    broadcast and bisects on the arrival rate only where none of those suffices."""
+    broadcast and bisects on the arrival rate only where none of those suffices and the batch is
+    ``needed`` (it meets the TPOT target; the others cannot be chosen anyway)."""
     from calculators.queueing import batched_server_wait
     budget = w.ttft_p99_s - prefill_s
     cv = math.sqrt(max(2 * factor - 1, 0))
@@ -192,7 +193,7 @@ def _replicas_for_ttft(w: Workload, start: np.ndarray, prefill_s: np.ndarray, e2
     wait = batched_server_wait(w.request_rate_per_s / tries, e2e_s[:, None], b[:, None], service_cv=cv).p99_wait_s
     ok = wait <= budget[:, None]
     found = np.where(ok.any(axis=1), tries[np.arange(len(b)), np.argmax(ok, axis=1)], np.nan)
-    rest = np.isnan(found) & (budget > 0)
+    rest = np.isnan(found) & (budget > 0) & needed
     if rest.any():
         rate = max_arrival_rate_for_wait(e2e_s[rest], b[rest], target_wait_s=budget[rest] / factor, quantile=0.99)
         found[rest] = np.where(rate > 0, np.ceil(w.request_rate_per_s / np.maximum(rate, 1e-300)), np.inf)
@@ -234,7 +235,8 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     replicas = np.ceil(w.request_rate_per_s / (utilisation_cap * m["requests_per_s"]))
     factor = (1 + _service_cv(w) ** 2) / 2
     if w.ttft_p99_s is not None:
-        replicas = _replicas_for_ttft(w, replicas, m["ttft_s"], m["e2e_latency_s"], b, factor)
+        tpot_ok = tpot_eff <= (w.tpot_p99_s if w.tpot_p99_s is not None else np.inf)
+        replicas = _replicas_for_ttft(w, replicas, m["ttft_s"], m["e2e_latency_s"], b, factor, tpot_ok)
     replicas = replicas + (1 if n_plus_one else 0)
     ok = np.isfinite(replicas)
     if w.tpot_p99_s is not None:
