@@ -14,13 +14,12 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.e2e.helpers import free_port, start_server, wait_healthy  # noqa: E402 (one server launcher)
+from tests.e2e.helpers import live_server  # noqa: E402 (one server launcher)
 
 ROOT = Path(__file__).resolve().parent.parent
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
@@ -126,21 +125,11 @@ def main() -> int:
     ap.add_argument("--open-budget-s", type=float, default=150.0, help="time allowed to open all sessions")
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     a = ap.parse_args()
-    port = free_port()
-    proc = start_server(port)
-    try:
-        wait_healthy(port, proc)
-        url = f"http://127.0.0.1:{port}"
+    with live_server() as (url, proc):
         t0 = time.monotonic()
         stats: dict = {"open_s": [], "change_s": [], "errors": [], "rss_before": 0, "rss_open": 0, "rss_end": 0}
         asyncio.run(run_bounded(a, url, proc.pid, stats))
         wall = time.monotonic() - t0
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
     ch, op = stats["change_s"], stats["open_s"]
     per = (stats["rss_open"] - stats["rss_before"]) / max(1, len(op))
     if not stats["rss_open"]:

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
+from calculators.perf_model import StepTimeMixin
 from calculators.roofline import Efficiencies, Roofline, decode_terms, prefill_terms
 from calculators.validation import positive
 
@@ -164,7 +165,7 @@ def calibrated(r: Roofline, cal: Calibration) -> Roofline:
 
 
 @dataclass(frozen=True)
-class Measured:
+class Measured(StepTimeMixin):
     """Interpolates a measured TPOT/TTFT curve over batch size; refuses to extrapolate far.
 
     ``batch_size`` and ``tpot_s`` come from the load points (log-linear interpolation in batch);
@@ -212,13 +213,6 @@ class Measured:
         n = np.asarray(positive("num_prompts", num_prompts), dtype=float)
         self._within("prompt_tokens", p, self.input_len, self.input_len)
         return self.ttft_s * p / self.input_len * n
-
-    def step_time_s(self, batch: ArrayLike, context_tokens: ArrayLike, phase: str = "decode") -> np.ndarray:
-        if phase == "decode":
-            return self.decode_step_time_s(batch, context_tokens)
-        if phase == "prefill":
-            return self.prefill_time_s(context_tokens, batch)
-        raise InvalidInputError("phase", phase, "decode or prefill")
 
 
 def profile_points(profile) -> pd.DataFrame:

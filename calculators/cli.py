@@ -110,7 +110,8 @@ def cmd_models(a: argparse.Namespace) -> int:
     return 0
 
 
-def _perf_args(p: argparse.ArgumentParser) -> None:
+def _model_on_gpu_args(p: argparse.ArgumentParser) -> None:
+    """The flags that pick a roofline: model, GPU, parallelism and formats (vLLM's names)."""
     p.add_argument("--model", required=True)
     p.add_argument("--gpu", required=True)
     p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
@@ -118,6 +119,10 @@ def _perf_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16"])
     p.add_argument("--quantization", default=None)
     p.add_argument("--kv-cache-dtype", default="auto")
+
+
+def _perf_args(p: argparse.ArgumentParser) -> None:
+    _model_on_gpu_args(p)
     p.add_argument("--input-len", type=int, required=True)
     p.add_argument("--output-len", type=int, required=True)
     p.add_argument("--compute-efficiency", type=float, default=COMPUTE_EFFICIENCY)
@@ -319,13 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     imp.set_defaults(func=cmd_profile_import)
     cal = prs.add_parser("calibrate", help="fit the roofline's efficiencies to a measured profile")
     cal.add_argument("files", nargs="+")
-    cal.add_argument("--model", required=True)
-    cal.add_argument("--gpu", required=True)
-    cal.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
-    cal.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1)
-    cal.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16"])
-    cal.add_argument("--quantization", default=None)
-    cal.add_argument("--kv-cache-dtype", default="auto")
+    _model_on_gpu_args(cal)
     cal.add_argument("--output", "-o", help="save the calibration (JSON) here")
     cal.add_argument("--json", action="store_true")
     cal.set_defaults(func=cmd_profile_calibrate)

@@ -10,6 +10,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike
 
+from calculators.errors import InvalidInputError
+
 
 @runtime_checkable
 class PerformanceModel(Protocol):
@@ -23,3 +25,16 @@ class PerformanceModel(Protocol):
     def prefill_time_s(self, prompt_tokens: ArrayLike, num_prompts: ArrayLike = 1) -> np.ndarray: ...
 
     def step_time_s(self, batch: ArrayLike, context_tokens: ArrayLike, phase: str = "decode") -> np.ndarray: ...
+
+
+class StepTimeMixin:
+    """``step_time_s`` for any model that has the two phase methods (one mechanism, not one per model)."""
+
+    def step_time_s(self, batch: ArrayLike, context_tokens: ArrayLike, phase: str = "decode") -> np.ndarray:
+        """One engine step [s]: a decode step of ``batch`` sequences at ``context_tokens``, or the
+        prefill of ``batch`` prompts of ``context_tokens`` tokens."""
+        if phase == "decode":
+            return self.decode_step_time_s(batch, context_tokens)
+        if phase == "prefill":
+            return self.prefill_time_s(context_tokens, batch)
+        raise InvalidInputError("phase", phase, "decode or prefill")

@@ -27,6 +27,7 @@ from calculators.kv_cache import (
     layer_window,
     pp_layer_partition,
 )
+from calculators.perf_model import StepTimeMixin
 from calculators.specs import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive, positive_int
 from calculators.weights import resolve_quantization, shard, stage_linear_sums, weight_bytes_per_gpu
@@ -99,7 +100,7 @@ class Coefficients:
 
 
 @dataclass(frozen=True)
-class Roofline:
+class Roofline(StepTimeMixin):
     """The analytic performance model for one model on one GPU type.
 
     ``tensor_parallel_size`` may be an array; every method then broadcasts over it too.
@@ -146,14 +147,6 @@ class Roofline:
         p = positive("prompt_tokens", prompt_tokens)
         n = positive("num_prompts", num_prompts)
         return prefill_terms(self.coefficients, self.efficiencies, p, n, self.max_num_batched_tokens)["time_s"]
-
-    def step_time_s(self, batch: ArrayLike, context_tokens: ArrayLike, phase: str = "decode") -> np.ndarray:
-        """The performance-model interface: one engine step [s] (``phase`` decode or prefill)."""
-        if phase == "decode":
-            return self.decode_step_time_s(batch, context_tokens)
-        if phase == "prefill":
-            return self.prefill_time_s(context_tokens, batch)
-        raise InvalidInputError("phase", phase, "decode or prefill")
 
     def _micro_batches(self) -> int:
         return int(positive_int("micro_batches", self.micro_batches or self.pipeline_parallel_size, scalar=True))

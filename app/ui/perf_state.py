@@ -14,6 +14,21 @@ _MEMO = "_perf_memo"
 _KEEP = 8
 
 
+def page_model(ctx: Computed, needs: str) -> Roofline | None:
+    """The performance model for a timed page, with a caption saying which one is in force; ``None``
+    (after saying why) when there is none or the configuration does not fit."""
+    from app.ui import perf
+    r, source = perf.performance_model(ctx)
+    if r is None:
+        return None
+    st.caption(f"Performance model in force: {source}. {ctx.doc['model']} on {ctx.doc['gpu']} · TP "
+               f"{r.tensor_parallel_size} × PP {r.pipeline_parallel_size} · {r.dtype_used}")
+    if not ctx.doc["fits"]:
+        st.error(f"{needs} needs a configuration that fits — {ctx.doc['message']}")
+        return None
+    return r
+
+
 def lengths(ctx: Computed) -> tuple[int, int]:
     """The scenario's input and output lengths as whole tokens (as ``llmcap perf`` takes them)."""
     s = ctx.scenario

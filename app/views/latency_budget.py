@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.ui import perf, perf_charts, perf_state, state, widgets
+from app.ui import perf_charts, perf_state, state, widgets
 from calculators import explain_perf
 from calculators.errors import InvalidInputError
 from calculators.serving import serving_metrics
@@ -40,13 +40,8 @@ def _inputs(ctx: state.Computed, r, summ: dict, out_len: int) -> tuple[int, int,
 
 
 def _show(ctx: state.Computed) -> None:
-    r, source = perf.performance_model(ctx)
+    r = perf_state.page_model(ctx, "Latency")
     if r is None:
-        return
-    st.caption(f"Performance model in force: {source}. {ctx.doc['model']} on {ctx.doc['gpu']} · TP "
-               f"{r.tensor_parallel_size} × PP {r.pipeline_parallel_size}")
-    if not ctx.doc["fits"]:
-        st.error(f"Latency needs a configuration that fits — {ctx.doc['message']}")
         return
     summ = perf_state.summary(ctx, r)
     if isinstance(summ, InvalidInputError):

@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from app.ui import perf, perf_charts, perf_state, state, widgets
+from app.ui import perf_charts, perf_state, state, widgets
 from calculators import explain_perf
 from calculators.errors import InvalidInputError
 
@@ -15,13 +15,8 @@ st.title("Roofline & batch size")
 
 
 def _show(ctx: state.Computed) -> None:
-    r, source = perf.performance_model(ctx)
+    r = perf_state.page_model(ctx, "Throughput")
     if r is None:
-        return
-    st.caption(f"Performance model in force: {source}. {ctx.doc['model']} on {ctx.doc['gpu']} · TP "
-               f"{r.tensor_parallel_size} × PP {r.pipeline_parallel_size} · {r.dtype_used}")
-    if not ctx.doc["fits"]:
-        st.error(f"Throughput needs a configuration that fits — {ctx.doc['message']}")
         return
     in_len, out_len = perf_state.lengths(ctx)
     top = min(ctx.result.settings.max_model_len, ctx.model.max_position_embeddings) - out_len

@@ -3,6 +3,7 @@
 A live ``streamlit run`` per xdist worker (free port) and Debian's chromium via Playwright."""
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -49,21 +50,28 @@ def wait_healthy(port: int, proc: subprocess.Popen, timeout_s: float = 60) -> No
     raise RuntimeError("streamlit did not answer /_stcore/health in time")
 
 
-@pytest.fixture(scope="session")
-def server_url():
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+@contextlib.contextmanager
+def live_server():
+    """``streamlit run`` on a free loopback port: yields (URL, process) and stops it afterwards."""
     port = free_port()
     proc = start_server(port)
     try:
         wait_healthy(port, proc)
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", proc
     finally:
         proc.terminate()
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def server_url():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+    with live_server() as (url, _):
+        yield url
 
 
 @pytest.fixture(scope="session")
