@@ -1,8 +1,6 @@
 """Fleet planner and GPU comparison: presenters (plans → display frames), plotly figure builders, and the
-per-session memo that keeps the ~1 s layout search to once per input change.
-
-The memo lives in ``st.session_state`` (not ``st.cache_data``): custom GPUs and models are per
-session, so a process-wide cache could hand one user's plan to another.
+memo that keeps the ~1 s layout search to once per input (per session for custom specs, see
+:mod:`app.ui.memo`).
 """
 from __future__ import annotations
 
@@ -11,18 +9,15 @@ from typing import Any
 
 import streamlit as st
 
+from app.ui.memo import memoised
+
 MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
 
 
 def memo(name: str, key: Any, compute: Callable[[], Any]) -> Any:
-    """``compute()`` once per distinct ``key`` (compared with ``==``) per session and ``name``."""
-    slot = f"_fleet_memo_{name}"
-    held = st.session_state.get(slot)
-    if held is not None and held[0] == key:
-        return held[1]
-    value = compute()
-    st.session_state[slot] = (key, value)
-    return value
+    """``compute()`` once per distinct ``key`` (see :mod:`app.ui.memo`: shared between sessions only
+    for catalog specs and default efficiencies)."""
+    return memoised(f"fleet_{name}", key, compute)
 
 
 def planned(ctx, model, gpus: list, name: str, **extra: Any) -> tuple[list, Any, dict, str, tuple]:

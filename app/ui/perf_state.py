@@ -1,17 +1,16 @@
-"""The performance summary shared by the Overview, Roofline and Latency-budget pages, memoised per
-session so that a rerun (or another page with the same inputs) does not compute it twice."""
+"""The performance summary shared by the Overview, Roofline and Latency-budget pages, memoised (see
+:mod:`app.ui.memo`) so that a rerun, another page or another session with the same inputs does not
+compute it twice."""
 from __future__ import annotations
 
 import streamlit as st
 
+from app.ui.memo import memoised
 from app.ui.state import Computed
 from calculators import explain_perf
 from calculators.curves import KNEE_THRESHOLD
 from calculators.errors import InvalidInputError
 from calculators.roofline import Roofline
-
-_MEMO = "_perf_memo"
-_KEEP = 8
 
 
 def page_model(ctx: Computed, needs: str) -> Roofline | None:
@@ -49,18 +48,14 @@ def summary(ctx: Computed, r: Roofline, *, input_len: int | None = None, output_
     i, o = input_len or i, output_len or o
     ttft, tpot = targets_s(ctx)
     key = (ctx.scenario, ctx.model, ctx.gpu, r.efficiencies, r.max_num_batched_tokens, i, o, threshold)
-    memo: list = st.session_state.setdefault(_MEMO, [])
-    for k, v in memo:
-        if k == key:
-            return v
-    try:
-        value = explain_perf.performance_summary(r, ctx.result, input_len=i, output_len=o, ttft_target_s=ttft,
-                                                 tpot_target_s=tpot, threshold=threshold)
-    except InvalidInputError as exc:
-        value = exc
-    memo.insert(0, (key, value))
-    del memo[_KEEP:]
-    return value
+
+    def compute() -> dict | InvalidInputError:
+        try:
+            return explain_perf.performance_summary(r, ctx.result, input_len=i, output_len=o, ttft_target_s=ttft,
+                                                    tpot_target_s=tpot, threshold=threshold)
+        except InvalidInputError as exc:
+            return exc
+    return memoised("perf", key, compute)
 
 
 def keep_default(key: str, default) -> None:

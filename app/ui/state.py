@@ -69,33 +69,44 @@ def resolve_model(name: str) -> ModelSpec:
 
 
 def compute(scenario: Scenario) -> Computed:
-    """Run the calculators for a scenario (memoised per session on the scenario and the specs)."""
-    from calculators.capacity_report import capacity_document
-    from calculators.vllm_capacity import vllm_capacity
+    """Run the calculators for a scenario (memoised on the scenario and the specs, see :mod:`app.ui.memo`)."""
+    from app.ui.memo import memoised
     out = Computed(scenario)
     try:
         out.model = resolve_model(scenario.model)
         out.gpu = resolve_gpu(scenario.gpu)
-        key = (scenario, out.model, out.gpu)
-        memo = st.session_state.get("_memo")
-        if memo is not None and memo[0] == key:
-            out.result, out.doc = memo[1], memo[2]
-            return out
-        out.result = vllm_capacity(out.model, gpu=out.gpu, **scenario.capacity_kwargs())
+        served = served_name(scenario, out.model)
+        key = (scenario.model_copy(update={"calibration": None}), out.model, out.gpu, served)
+        value = memoised("capacity", key, lambda: _capacity(scenario, out.model, out.gpu, served))
+    except InvalidInputError as exc:
+        out.error = exc
+        return out
+    if isinstance(value, InvalidInputError):
+        out.error = value
+    else:
+        out.result, out.doc, messages, out.error_field = value
+        out.messages = list(messages)
+    return out
+
+
+def _capacity(scenario: Scenario, model: ModelSpec, gpu: GPUSpec,
+              served: str) -> tuple[object, dict, tuple[str, ...], str | None] | InvalidInputError:
+    """(result, document, messages, error field) for a scenario, or the input error (kept, so that a
+    rerun with the same wrong input does not compute it again). Shared: the caller must not mutate it."""
+    from calculators.capacity_report import capacity_document
+    from calculators.vllm_capacity import vllm_capacity
+    try:
+        result = vllm_capacity(model, gpu=gpu, **scenario.capacity_kwargs())
         try:
-            out.doc = capacity_document(out.model, out.result, mean_len=scenario.mean_len, p95_len=scenario.p95_len,
-                                        served_name=served_name(scenario, out.model))
+            doc = capacity_document(model, result, mean_len=scenario.mean_len, p95_len=scenario.p95_len,
+                                    served_name=served)
         except InvalidInputError as exc:  # only the length mix is wrong: show the rest without advice
             if exc.field not in ("mean_len", "p95_len"):
                 raise
-            out.messages.append(str(exc))
-            out.doc = capacity_document(out.model, out.result, served_name=served_name(scenario, out.model))
-            out.error_field = exc.field
-            return out
-        st.session_state["_memo"] = (key, out.result, out.doc)
+            return result, capacity_document(model, result, served_name=served), (str(exc),), exc.field
     except InvalidInputError as exc:
-        out.error = exc
-    return out
+        return exc
+    return result, doc, (), None
 
 
 def computed() -> Computed:

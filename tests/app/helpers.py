@@ -15,13 +15,18 @@ INFO 09-10 12:00:41 [kv_cache_utils.py:868] Maximum concurrency for 131,072 toke
 """
 
 
+def _clear_all() -> None:
+    from app.ui import memo
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    memo.clear_shared()
+
+
 @pytest.fixture(autouse=True)
 def _clear_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
+    _clear_all()
     yield
-    st.cache_data.clear()
-    st.cache_resource.clear()
+    _clear_all()
 
 
 @pytest.fixture

@@ -59,6 +59,59 @@ def test_custom_model_from_a_link_stays_in_its_session(make_app):
     assert "secret/model" not in b.selectbox(key="model").options
 
 
+def _flat(key) -> str:
+    return repr(key)
+
+
+def test_shared_memo_serves_a_second_session_without_computing_again(make_app, monkeypatch):
+    """Heavy results are cached per input, not per user, where the inputs are all catalog specs."""
+    from app.ui import memo, state
+    from calculators import explain_perf
+    calls: list[str] = []
+    for module, name in ((state, "_capacity"), (explain_perf, "performance_summary")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _n=name, _f=real, **k: (calls.append(_n), _f(*a, **k))[1])
+    a = make_app(model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100", tp="2")
+    b = make_app(model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100", tp="2")
+    assert not a.exception and not b.exception
+    assert helpers.metrics(a) == helpers.metrics(b)
+    assert sorted(calls) == ["_capacity", "performance_summary"], "the second session computed again"
+    from calculators.catalog import get_gpu
+    assert any(f"('gpu', '{get_gpu('H100').id}')" in _flat(k) for k in memo.shared_keys("capacity"))
+
+
+def test_custom_specs_and_calibrations_never_reach_the_shared_memo(make_app):
+    from app.ui import memo
+    from calculators.scenario import config_from_fields, encode_config
+    cfg = config_from_fields(id="secret/model", hidden_size=1024, num_hidden_layers=4, num_attention_heads=8,
+                             num_key_value_heads=8, intermediate_size=4096, vocab_size=32000,
+                             max_position_embeddings=4096)
+    at = make_app(model="secret/model", cmodel=encode_config(cfg))
+    assert not at.exception and at.metric
+    at.switch_page("views/compare_gpus.py").run()
+    assert not at.exception
+    cal = make_app(cal="c0.5_m0.55_o0.0021")
+    assert not cal.exception
+    held = [_flat(k) for k in memo.shared_keys()]
+    assert not any("secret/model" in k for k in held), held
+    assert not [k for k in memo.shared_keys("perf") if "0.55" in _flat(k)]
+    assert any(k == "_memo_capacity" for k in at.session_state), "the custom model's result is per session"
+
+
+def test_shared_key_refuses_anything_user_provided():
+    from app.ui.memo import _NotShareableError, shared_key
+    from calculators.catalog import get_gpu, get_model
+    from calculators.roofline import Efficiencies
+    from calculators.scenario import Scenario
+    h100 = get_gpu("H100")
+    assert shared_key([h100, Efficiencies(), {"tp": 2}]) == (("gpu", h100.id), "default-efficiencies", (("tp", 2),))
+    for user in (h100.model_copy(update={"name": "mine"}), Efficiencies(compute=0.5),
+                 Scenario(calibration="c0.5_m0.55_o0.0021"), object(), b"bytes",
+                 get_model("meta-llama/Llama-3.1-8B-Instruct").model_copy(update={"id": "x/y"})):
+        with pytest.raises(_NotShareableError):
+            shared_key((1, user))
+
+
 def test_no_streamlit_cache_holds_user_input():
     """st.cache_data/st.cache_resource are process-wide: only functions listed here may use them, and none
     of them may take a user's spec. (Custom specs are per session, in st.session_state.)"""
