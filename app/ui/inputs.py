@@ -100,8 +100,7 @@ def sidebar() -> tuple[Scenario, dict]:
     c1, c2 = sb.columns(2)
     v["tensor_parallel_size"] = c1.number_input("tensor_parallel_size", 1, 1024, 1, key="tp", **BIND)
     v["pipeline_parallel_size"] = c2.number_input("pipeline_parallel_size", 1, 1024, 1, key="pp", **BIND)
-    ph["tensor_parallel_size"] = sb.empty()
-    ph["pipeline_parallel_size"] = sb.empty()
+    ph["tensor_parallel_size"] = ph["pipeline_parallel_size"] = sb.empty()
     v["gpu_memory_utilization"] = sb.number_input("gpu_memory_utilization", 0.05, 1.0, 0.9, 0.01, format="%.2f",
                                                   key="util", **BIND)
     ph["gpu_memory_utilization"] = sb.empty()
@@ -115,27 +114,23 @@ def sidebar() -> tuple[Scenario, dict]:
                                     key="mean_len", help="typical prompt + output tokens; 0 = no advice", **BIND)
     v["p95_len"] = c4.number_input("p95_len [tokens]", 0.0, 10_000_000.0, 0.0, 256.0, format="%g", key="p95_len",
                                    help="95th percentile of prompt + output; 0 = all requests at the mean", **BIND)
-    ph["mean_len"] = sb.empty()
-    ph["p95_len"] = sb.empty()
+    ph["mean_len"] = ph["p95_len"] = sb.empty()
+    flags = sb.empty()  # above the expander, so that a message shows while it is collapsed
+    for name in ("dtype", "quantization", "kv_cache_dtype", "max_num_batched_tokens", "max_num_seqs", "block_size",
+                 "kv_cache_memory"):
+        ph[name] = flags
     with sb.expander("More vLLM flags"):
         v["dtype"] = st.selectbox("dtype", DTYPE_CHOICES, key="dtype", **BIND)
-        ph["dtype"] = st.empty()
         v["quantization"] = st.selectbox("quantization", QUANT_CHOICES, key="quant", **BIND)
-        ph["quantization"] = st.empty()
         v["kv_cache_dtype"] = st.selectbox("kv_cache_dtype", KV_DTYPE_CHOICES, key="kv_dtype", **BIND)
-        ph["kv_cache_dtype"] = st.empty()
         v["max_num_batched_tokens"] = st.number_input("max_num_batched_tokens", 0, 10_000_000, 0, 1024, key="mnbt",
                                                       help=_AUTO, **BIND)
-        ph["max_num_batched_tokens"] = st.empty()
         v["max_num_seqs"] = st.number_input("max_num_seqs", 0, 1_000_000, 0, 8, key="max_seqs", help=_AUTO, **BIND)
-        ph["max_num_seqs"] = st.empty()
         v["block_size"] = st.number_input("block_size [tokens]", 0, 4096, 0, 16, key="block", help=_AUTO, **BIND)
-        ph["block_size"] = st.empty()
         v["enforce_eager"] = st.checkbox("enforce_eager", key="eager", **BIND)
         v["kv_cache_memory_gib"] = st.number_input("kv_cache_memory [GiB per GPU]", 0.0, 4096.0, 0.0, 0.5,
                                                    format="%g", key="kv_mem",
                                                    help="0 = estimate it; otherwise vLLM's --kv-cache-memory", **BIND)
-        ph["kv_cache_memory"] = st.empty()
     with sb.expander("Workload & SLO (throughput, latency and fleet pages)"):
         c5, c6 = st.columns(2)
         v["input_len"] = c5.number_input("input_len [tokens]", 1.0, 10_000_000.0, 2000.0, 256.0, format="%g",
