@@ -1,20 +1,28 @@
 """Load test: N concurrent browser sessions against a live ``streamlit run`` (issue 8).
 
-    python benchmarks/load.py [--sessions 50] [--duration-s 60] [--chromium /usr/bin/chromium]
+    python benchmarks/load.py [--sessions 50] [--duration-s 60] [--think-s 10]
 
-Starts the app on 127.0.0.1 (a free port, headless), opens one Chromium with N contexts, each on a
-deep link; each session then changes ``tensor_parallel_size`` over and over for ``--duration-s`` and
-times each change until the page has settled (script not running, no skeletons, URL updated). Prints
-p50/p95 settle time, errors, and the server's resident memory (VmRSS from /proc) per session. It stops
-by itself (a hard deadline of duration + 4 min) and always terminates the server it started.
+Starts the app on 127.0.0.1 (a free port, headless, through ``timed_server.py``), opens one Chromium
+with N contexts, each on a deep link; each session then changes ``tensor_parallel_size`` again and
+again for ``--duration-s``, pausing a random think time between changes, and times each change until
+the page has settled (script not running, no skeletons, URL updated). Prints p50/p95 settle time,
+errors, the server's share of each change (request received to script finished), the CPU seconds the
+server and the browsers spent per change, and the server's resident memory (VmRSS) per session.
+
+The browsers are the load generator and run on the same machine: a Streamlit page costs its browser
+several times the server's CPU per change, so on few cores the settle time mostly measures Chromium;
+``server_load.py`` measures the server alone (websocket clients, no rendering). It stops by itself
+(a hard deadline) and always terminates the server it started.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import os
+import random
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,10 +33,34 @@ ROOT = Path(__file__).resolve().parent.parent
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--disable-renderer-backgrounding", "--disable-background-timer-throttling"]
+POLL_MS = 50  # Playwright polls every animation frame by default: 50 such pollers would load the cores themselves
 DEEP = "/?model=meta-llama/Llama-3.1-70B-Instruct&gpu=H100&tp=4&mean_len=2048"
 SETTLED_JS = ("() => { const a = document.querySelector('[data-testid=stApp]'); return a && "
               "a.dataset.testConnectionState === 'CONNECTED' && a.dataset.testScriptState === 'notRunning' && "
               "document.querySelectorAll('[data-testid=stSkeleton]').length === 0 }")
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one process (from /proc/PID/stat; 0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def browser_cpu_s() -> float:
+    """CPU seconds of every live Chromium process on the machine (the load generator's cost)."""
+    total = 0.0
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                comm = (d / "comm").read_text().strip()
+            except OSError:
+                continue
+            if comm.startswith(("chromium", "chrome")):
+                total += cpu_s(int(d.name))
+    return total
 
 
 def rss_kib(pid: int) -> int:
@@ -40,7 +72,7 @@ def rss_kib(pid: int) -> int:
 
 async def settle(page, timeout_ms: int) -> None:
     await page.wait_for_timeout(50)
-    await page.wait_for_function(SETTLED_JS, timeout=timeout_ms)
+    await page.wait_for_function(SETTLED_JS, timeout=timeout_ms, polling=POLL_MS)
 
 
 async def open_session(browser, url: str, timeout_ms: int, stats: dict):
@@ -57,9 +89,13 @@ async def open_session(browser, url: str, timeout_ms: int, stats: dict):
     return ctx, page
 
 
-async def drive(i: int, page, deadline: float, timeout_ms: int, stats: dict) -> None:
+async def drive(i: int, page, deadline: float, timeout_ms: int, think_s: float, stats: dict) -> None:
+    """Change ``tensor_parallel_size`` until the deadline, pausing a random think time (exponential,
+    mean ``think_s``, seeded per session) between changes, as a person reading the result would."""
     values = ["2", "8", "4"]
     k = i % 3
+    rng = random.Random(i)
+    await asyncio.sleep(rng.uniform(0, think_s))  # sessions do not start in lockstep
     while time.monotonic() < deadline:
         value = values[k % 3]
         k += 1
@@ -70,14 +106,19 @@ async def drive(i: int, page, deadline: float, timeout_ms: int, stats: dict) -> 
             await box.press("Enter")
             await page.wait_for_function(f"window.location.search.includes('tp={value}') || "
                                          f"('{value}' === '1' && !window.location.search.includes('tp='))",
-                                         timeout=timeout_ms)
+                                         timeout=timeout_ms, polling=POLL_MS)
             await settle(page, timeout_ms)
             stats["change_s"].append(time.perf_counter() - t)
             if await page.locator("[data-testid=stException]").count():
                 stats["errors"].append("exception element on the page")
         except Exception as exc:
             stats["errors"].append(f"change: {type(exc).__name__}: {str(exc)[:100]}")
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(think(rng, think_s, deadline))
+
+
+def think(rng: random.Random, mean_s: float, deadline: float) -> float:
+    """A think time: exponential with mean ``mean_s``, cut at the deadline (so the run ends on time)."""
+    return max(0.0, min(rng.expovariate(1 / mean_s), deadline - time.monotonic()))
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -99,8 +140,12 @@ async def run(a: argparse.Namespace, url: str, pid: int, stats: dict) -> None:
             sessions += await asyncio.gather(*[open_session(browser, url, timeout_ms, stats) for _ in range(n)])
         rss_open = stats["rss_open"] = rss_kib(pid)
         deadline = time.monotonic() + a.duration_s
-        await asyncio.gather(*[drive(i, pg, deadline, timeout_ms, stats) for i, (_, pg) in enumerate(sessions)])
+        stats["drive_start_unix"] = time.time()
+        cpu0 = cpu_s(pid), browser_cpu_s()
+        await asyncio.gather(*[drive(i, pg, deadline, timeout_ms, a.think_s, stats)
+                               for i, (_, pg) in enumerate(sessions)])
         rss_end = rss_kib(pid)
+        stats["server_cpu_s"], stats["browser_cpu_s"] = cpu_s(pid) - cpu0[0], browser_cpu_s() - cpu0[1]
         for ctx, _ in sessions:
             await ctx.close()
         await browser.close()
@@ -120,25 +165,39 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=50)
     ap.add_argument("--duration-s", type=float, default=60.0)
+    ap.add_argument("--think-s", type=float, default=10.0,
+                    help="mean pause between one session's changes (0.2 makes it a saturation test)")
     ap.add_argument("--open-batch", type=int, default=10, help="sessions opened at once")
     ap.add_argument("--timeout-s", type=float, default=60.0, help="per page load / per change")
-    ap.add_argument("--open-budget-s", type=float, default=150.0, help="time allowed to open all sessions")
+    ap.add_argument("--open-budget-s", type=float, default=300.0, help="time allowed to open all sessions")
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     a = ap.parse_args()
-    with live_server() as (url, proc):
+    timing = Path(tempfile.mkstemp(prefix="llmcap-server-timing-")[1])
+    launcher = [sys.executable, str(ROOT / "benchmarks" / "timed_server.py")]
+    env = {"LLMCAP_SERVER_TIMING": str(timing)}
+    with live_server(launcher, env) as (url, proc):
         t0 = time.monotonic()
         stats: dict = {"open_s": [], "change_s": [], "errors": [], "rss_before": 0, "rss_open": 0, "rss_end": 0}
         asyncio.run(run_bounded(a, url, proc.pid, stats))
         wall = time.monotonic() - t0
     ch, op = stats["change_s"], stats["open_s"]
+    server_s = [float(d) for t, d in (line.split() for line in timing.read_text().splitlines())
+                if float(t) >= stats.get("drive_start_unix", float("inf"))]
+    timing.unlink()
     per = (stats["rss_open"] - stats["rss_before"]) / max(1, len(op))
     if not stats["rss_open"]:
         stats["rss_open"] = stats["rss_end"]
-    print(f"sessions {a.sessions} (opened {len(op)}), duration {a.duration_s:.0f} s, wall {wall:.0f} s, "
-          f"{os.cpu_count()} CPUs")
+    print(f"sessions {a.sessions} (opened {len(op)}), duration {a.duration_s:.0f} s, think time {a.think_s:g} s "
+          f"(mean), wall {wall:.0f} s, {os.cpu_count()} CPUs shared by the server and the browsers")
     print(f"page open   : p50 {pct(op, .5):6.2f} s   p95 {pct(op, .95):6.2f} s")
     print(f"input change: {len(ch)} changes, p50 {pct(ch, .5):6.2f} s   p95 {pct(ch, .95):6.2f} s   "
           f"mean {statistics.mean(ch) if ch else float('nan'):.2f} s")
+    print(f"server share: {len(server_s)} reruns, request received -> script finished p50 "
+          f"{pct(server_s, .5):6.3f} s   p95 {pct(server_s, .95):6.3f} s (queueing included, browser rendering not)")
+    if stats.get("server_cpu_s") is not None and ch:
+        server, browsers = stats["server_cpu_s"], stats["browser_cpu_s"]
+        print(f"CPU while driving: server {server:.1f} s ({1e3 * server / len(ch):.0f} ms per change), "
+              f"browsers {browsers:.1f} s ({1e3 * browsers / len(ch):.0f} ms per change)")
     print(f"errors      : {len(stats['errors'])}" + "".join(f"\n    {e}" for e in stats["errors"][:8]))
     print(f"server RSS  : {stats['rss_before'] / 1024:.0f} MiB before, {stats['rss_open'] / 1024:.0f} MiB with "
           f"sessions open ({per / 1024:.1f} MiB per session), {stats['rss_end'] / 1024:.0f} MiB at the end")

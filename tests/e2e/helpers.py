@@ -27,12 +27,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
+def start_server(port: int, launcher: list[str] | None = None, env: dict | None = None) -> subprocess.Popen:
+    """``streamlit run`` of the app (``launcher``: another command that takes streamlit's arguments)."""
+    cmd = [*(launcher or [sys.executable, "-m", "streamlit"]), "run", str(ROOT / "app" / "streamlit_app.py"),
            "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
 
 
 def wait_healthy(port: int, proc: subprocess.Popen, timeout_s: float = 60) -> None:
@@ -51,10 +52,10 @@ def wait_healthy(port: int, proc: subprocess.Popen, timeout_s: float = 60) -> No
 
 
 @contextlib.contextmanager
-def live_server():
+def live_server(launcher: list[str] | None = None, env: dict | None = None):
     """``streamlit run`` on a free loopback port: yields (URL, process) and stops it afterwards."""
     port = free_port()
-    proc = start_server(port)
+    proc = start_server(port, launcher, env)
     try:
         wait_healthy(port, proc)
         yield f"http://127.0.0.1:{port}", proc
