@@ -23,7 +23,7 @@ from calculators.roofline import Efficiencies
 from calculators.scenario import Scenario
 from calculators.specs import GPUSpec, ModelSpec
 
-SHARED_ENTRIES = 64    # per result name; a fleet plan is ~0.1–1 MB, a capacity document ~10 kB
+SHARED_ENTRIES = 64    # per result name; measured: a 70B fleet plan list ~20 kB pickled, a capacity entry < 5 kB
 SESSION_ENTRIES = 8
 
 
