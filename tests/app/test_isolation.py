@@ -90,11 +90,12 @@ def test_custom_specs_and_calibrations_never_reach_the_shared_memo(make_app):
     assert not at.exception and at.metric
     at.switch_page("views/compare_gpus.py").run()
     assert not at.exception
-    cal = make_app(cal="c0.5_m0.55_o0.0021")
+    cal = make_app(model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100", cal="c0.5_m0.55_o0.0021")
     assert not cal.exception
     held = [_flat(k) for k in memo.shared_keys()]
     assert not any("secret/model" in k for k in held), held
     assert not [k for k in memo.shared_keys("perf") if "0.55" in _flat(k)]
+    assert any(k == "_memo_perf" for k in cal.session_state), "the calibrated summary is per session"
     assert any(k == "_memo_capacity" for k in at.session_state), "the custom model's result is per session"
 
 
