@@ -11,13 +11,15 @@ server and the browsers spent per change, and the server's resident memory (VmRS
 
 The browsers are the load generator and run on the same machine: a Streamlit page costs its browser
 several times the server's CPU per change, so on few cores the settle time mostly measures Chromium;
-``server_load.py`` measures the server alone (websocket clients, no rendering). It stops by itself
-(a hard deadline) and always terminates the server it started.
+``server_load.py`` measures the server alone (websocket clients, no rendering), and ``--url`` drives a
+server on another machine (start it there with ``timed_server.py`` to time its share). It stops by
+itself (a hard deadline) and always terminates the server it started.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import statistics
@@ -40,8 +42,10 @@ SETTLED_JS = ("() => { const a = document.querySelector('[data-testid=stApp]'); 
               "document.querySelectorAll('[data-testid=stSkeleton]').length === 0 }")
 
 
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of one process (from /proc/PID/stat; 0 when it is gone)."""
+def cpu_s(pid: int | None) -> float:
+    """User + system CPU seconds of one process (from /proc/PID/stat; 0 when it is gone or not here)."""
+    if pid is None:
+        return 0.0
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
@@ -63,7 +67,10 @@ def browser_cpu_s() -> float:
     return total
 
 
-def rss_kib(pid: int) -> int:
+def rss_kib(pid: int | None) -> int:
+    """Resident memory of one process [KiB] (0 when it is not on this machine)."""
+    if pid is None:
+        return 0
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
@@ -171,14 +178,17 @@ def main() -> int:
     ap.add_argument("--timeout-s", type=float, default=60.0, help="per page load / per change")
     ap.add_argument("--open-budget-s", type=float, default=300.0, help="time allowed to open all sessions")
     ap.add_argument("--chromium", default="/usr/bin/chromium")
+    ap.add_argument("--url", help="drive a server already running elsewhere (e.g. http://host:8501) instead of "
+                                  "starting one here; its CPU, memory and share are then not measured")
     a = ap.parse_args()
     timing = Path(tempfile.mkstemp(prefix="llmcap-server-timing-")[1])
     launcher = [sys.executable, str(ROOT / "benchmarks" / "timed_server.py")]
-    env = {"LLMCAP_SERVER_TIMING": str(timing)}
-    with live_server(launcher, env) as (url, proc):
+    server = contextlib.nullcontext((a.url.rstrip("/"), None)) if a.url else \
+        live_server(launcher, {"LLMCAP_SERVER_TIMING": str(timing)})
+    with server as (url, proc):
         t0 = time.monotonic()
         stats: dict = {"open_s": [], "change_s": [], "errors": [], "rss_before": 0, "rss_open": 0, "rss_end": 0}
-        asyncio.run(run_bounded(a, url, proc.pid, stats))
+        asyncio.run(run_bounded(a, url, proc.pid if proc else None, stats))
         wall = time.monotonic() - t0
     ch, op = stats["change_s"], stats["open_s"]
     server_s = [float(d) for t, d in (line.split() for line in timing.read_text().splitlines())
@@ -188,17 +198,22 @@ def main() -> int:
     if not stats["rss_open"]:
         stats["rss_open"] = stats["rss_end"]
     print(f"sessions {a.sessions} (opened {len(op)}), duration {a.duration_s:.0f} s, think time {a.think_s:g} s "
-          f"(mean), wall {wall:.0f} s, {os.cpu_count()} CPUs shared by the server and the browsers")
+          f"(mean), wall {wall:.0f} s, " + (f"server at {a.url}" if a.url else
+                                           f"{os.cpu_count()} CPUs shared by the server and the browsers"))
     print(f"page open   : p50 {pct(op, .5):6.2f} s   p95 {pct(op, .95):6.2f} s")
     print(f"input change: {len(ch)} changes, p50 {pct(ch, .5):6.2f} s   p95 {pct(ch, .95):6.2f} s   "
           f"mean {statistics.mean(ch) if ch else float('nan'):.2f} s")
+    print(f"errors      : {len(stats['errors'])}" + "".join(f"\n    {e}" for e in stats["errors"][:8]))
+    if a.url:
+        print(f"browsers CPU: {stats.get('browser_cpu_s', float('nan')):.1f} s while driving; server share, CPU "
+              "and memory not measured (the server runs elsewhere)")
+        return 0
     print(f"server share: {len(server_s)} reruns, request received -> script finished p50 "
           f"{pct(server_s, .5):6.3f} s   p95 {pct(server_s, .95):6.3f} s (queueing included, browser rendering not)")
     if stats.get("server_cpu_s") is not None and ch:
         server, browsers = stats["server_cpu_s"], stats["browser_cpu_s"]
         print(f"CPU while driving: server {server:.1f} s ({1e3 * server / len(ch):.0f} ms per change), "
               f"browsers {browsers:.1f} s ({1e3 * browsers / len(ch):.0f} ms per change)")
-    print(f"errors      : {len(stats['errors'])}" + "".join(f"\n    {e}" for e in stats["errors"][:8]))
     print(f"server RSS  : {stats['rss_before'] / 1024:.0f} MiB before, {stats['rss_open'] / 1024:.0f} MiB with "
           f"sessions open ({per / 1024:.1f} MiB per session), {stats['rss_end'] / 1024:.0f} MiB at the end")
     return 0
