@@ -23,13 +23,14 @@ _real_request = app_session.AppSession.request_rerun
 _real_event = app_session.AppSession._on_scriptrunner_event
 
 
-def _request_rerun(self, client_state):
+def _request_rerun(self: app_session.AppSession, client_state: object | None) -> None:
     if client_state is not None:
         self.__dict__.setdefault("_timing_starts", []).append(time.perf_counter())
     return _real_request(self, client_state)
 
 
-def _on_event(self, sender, event, *args, **kwargs):
+def _on_event(self: app_session.AppSession, sender: object, event: ScriptRunnerEvent, *args: object,
+              **kwargs: object) -> None:
     starts = self.__dict__.get("_timing_starts")
     if event == ScriptRunnerEvent.SCRIPT_STOPPED_WITH_SUCCESS and starts:
         took = time.perf_counter() - starts[0]
