@@ -173,14 +173,20 @@ def service_figures(res: SimulationResult) -> dict:
             "measured_wait_s": res.latency["queue_wait"]["mean"]}
 
 
+def _one_server(res: SimulationResult) -> dict | None:
+    """:func:`service_figures` when the batched replica has a finite, positive capacity ``μ`` [1/s]."""
+    f = service_figures(res)
+    return f if math.isfinite(f["mu_per_s"]) and f["mu_per_s"] > 0 else None
+
+
 def _wait_text(w: float) -> str:
     return "∞ (ρ ≥ 1: the queue grows without bound)" if not math.isfinite(w) else _ms(w)
 
 
 def math_md1(res: SimulationResult) -> dict | None:
     """M/D/1 mean wait ``W_q = ρ / (2μ(1 − ρ))`` with the replica as one server of rate ``μ = B̄ / S``."""
-    f = service_figures(res)
-    if not (math.isfinite(f["mu_per_s"]) and f["mu_per_s"] > 0):
+    f = _one_server(res)
+    if f is None:
         return None
     lam, mu, rho = f["lambda_per_s"], f["mu_per_s"], f["rho"]
     w = float(md1_mean_wait_s(lam, 1 / mu))
@@ -195,8 +201,8 @@ def math_md1(res: SimulationResult) -> dict | None:
 
 def math_mm1(res: SimulationResult) -> dict | None:
     """M/M/1 mean wait ``W_q = ρ / (μ − λ)``, same server as :func:`math_md1`."""
-    f = service_figures(res)
-    if not (math.isfinite(f["mu_per_s"]) and f["mu_per_s"] > 0):
+    f = _one_server(res)
+    if f is None:
         return None
     lam, mu, rho = f["lambda_per_s"], f["mu_per_s"], f["rho"]
     w = float(mm1_mean_wait_s(lam, 1 / mu))

@@ -59,10 +59,6 @@ def test_custom_model_from_a_link_stays_in_its_session(make_app):
     assert "secret/model" not in b.selectbox(key="model").options
 
 
-def _flat(key) -> str:
-    return repr(key)
-
-
 def test_shared_memo_serves_a_second_session_without_computing_again(make_app, monkeypatch):
     """Heavy results are cached per input, not per user, where the inputs are all catalog specs."""
     from app.ui import memo, state
@@ -77,7 +73,7 @@ def test_shared_memo_serves_a_second_session_without_computing_again(make_app, m
     assert helpers.metrics(a) == helpers.metrics(b)
     assert sorted(calls) == ["_capacity", "performance_summary"], "the second session computed again"
     from calculators.catalog import get_gpu
-    assert any(f"('gpu', '{get_gpu('H100').id}')" in _flat(k) for k in memo.shared_keys("capacity"))
+    assert any(f"('gpu', '{get_gpu('H100').id}')" in repr(k) for k in memo.shared_keys("capacity"))
 
 
 def test_custom_specs_and_calibrations_never_reach_the_shared_memo(make_app):
@@ -92,9 +88,9 @@ def test_custom_specs_and_calibrations_never_reach_the_shared_memo(make_app):
     assert not at.exception
     cal = make_app(model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100", cal="c0.5_m0.55_o0.0021")
     assert not cal.exception
-    held = [_flat(k) for k in memo.shared_keys()]
+    held = [repr(k) for k in memo.shared_keys()]
     assert not any("secret/model" in k for k in held), held
-    assert not [k for k in memo.shared_keys("perf") if "0.55" in _flat(k)]
+    assert not [k for k in memo.shared_keys("perf") if "0.55" in repr(k)]
     assert any(k == "_memo_perf" for k in cal.session_state), "the calibrated summary is per session"
     assert any(k == "_memo_capacity" for k in at.session_state), "the custom model's result is per session"
 
