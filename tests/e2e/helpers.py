@@ -19,6 +19,7 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
+APP = ROOT / "app" / "streamlit_app.py"
 
 
 def free_port() -> int:
@@ -27,9 +28,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int, launcher: list[str] | None = None, env: dict | None = None) -> subprocess.Popen:
+def start_server(port: int, launcher: list[str] | None = None, env: dict | None = None,
+                 app: Path = APP) -> subprocess.Popen:
     """``streamlit run`` of the app (``launcher``: another command that takes streamlit's arguments)."""
-    cmd = [*(launcher or [sys.executable, "-m", "streamlit"]), "run", str(ROOT / "app" / "streamlit_app.py"),
+    cmd = [*(launcher or [sys.executable, "-m", "streamlit"]), "run", str(app),
            "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -52,10 +54,10 @@ def wait_healthy(port: int, proc: subprocess.Popen, timeout_s: float = 60) -> No
 
 
 @contextlib.contextmanager
-def live_server(launcher: list[str] | None = None, env: dict | None = None):
+def live_server(launcher: list[str] | None = None, env: dict | None = None, app: Path = APP):
     """``streamlit run`` on a free loopback port: yields (URL, process) and stops it afterwards."""
     port = free_port()
-    proc = start_server(port, launcher, env)
+    proc = start_server(port, launcher, env, app)
     try:
         wait_healthy(port, proc)
         yield f"http://127.0.0.1:{port}", proc
