@@ -43,6 +43,15 @@ def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
+def open_math(at: AppTest) -> AppTest:
+    """Open every "Show the math" expander of the page (as a click does) and rerun."""
+    from app.ui.widgets import MATH_PREFIX, math_key
+    for e in at.expander:
+        if e.label.startswith(MATH_PREFIX):
+            at.session_state[math_key(e.label.removeprefix(MATH_PREFIX))] = True
+    return at.run()
+
+
 def permalink(at: AppTest) -> str:
     """The permalink's URL as the sidebar shows it."""
     return next(c.value.strip("`") for c in at.sidebar.caption if c.value.startswith("`/?v=1"))

@@ -5,7 +5,7 @@ import json
 import math
 
 from tests.app import helpers
-from tests.app.helpers import LOG_70B_TP4, metrics, permalink
+from tests.app.helpers import LOG_70B_TP4, metrics, open_math, permalink
 
 # fixtures (the helpers are not a conftest.py: see tests/app/helpers.py)
 make_app = helpers.make_app
@@ -25,6 +25,23 @@ def test_overview_deep_link_numbers(make_app):
     assert at.success and at.success[0].value.startswith("fits")
     assert any("vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 4" in t.value for t in at.text)
     assert len([e for e in at.expander if e.label.startswith("Show the math")]) >= 5
+
+
+def _math_texts(at) -> dict[str, str]:
+    return {e.label: " ".join(m.value for m in e.markdown) for e in at.expander if e.label.startswith("Show the math")}
+
+
+def test_math_is_sent_when_opened_and_follows_the_inputs(make_app):
+    at = make_app(**DEEP)
+    assert set(_math_texts(at).values()) == {""}  # collapsed: nothing sent to the browser
+    maths = _math_texts(open_math(at))
+    assert not at.exception and all(maths.values())
+    # hand-worked: 2 × (8 KV heads // TP 4) × head_dim 128 × 2 B × 80 layers = 81,920 B per token per GPU
+    assert "2 × max(1, 8 // 4) × 128 × 2 × 80 = 2 × 2 × 128 × 2 × 80 = 81,920 B" in \
+        maths["Show the math: KV cache per token"]
+    at.number_input(key="tp").set_value(8).run()  # the expanders stay open; their numbers follow
+    assert "2 × max(1, 8 // 8) × 128 × 2 × 80 = 2 × 1 × 128 × 2 × 80 = 40,960 B" in \
+        _math_texts(at)["Show the math: KV cache per token"]
 
 
 def test_kv_memory_from_real_log_numbers(make_app):

@@ -202,14 +202,14 @@ def test_script_tags_in_custom_names_stay_text(make_app):
                              num_key_value_heads=8, intermediate_size=4096, vocab_size=32000,
                              max_position_embeddings=4096)
     gpu = "<script>alert(1)"  # a GPU name may not hold "/" (it travels in the URL)
-    at = make_app(gpu=gpu, cgpu=f"{gpu}~96~3000~900", model=XSS, cmodel=encode_config(cfg))
+    at = helpers.open_math(make_app(gpu=gpu, cgpu=f"{gpu}~96~3000~900", model=XSS, cmodel=encode_config(cfg)))
     assert not at.exception
     assert at.selectbox(key="gpu").value == gpu and at.selectbox(key="model").value == XSS
     # AppTest shows the markdown *source*; the page renders markdown without HTML, so the tags stay text.
     assert any(XSS in t for t in _texts(at))
     _no_html_allowed(at)
     for page in ("views/kv_cache.py", "views/catalog.py"):
-        at.switch_page(page).run()
+        helpers.open_math(at.switch_page(page).run())
         assert not at.exception
         _no_html_allowed(at)
 
