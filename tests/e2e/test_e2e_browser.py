@@ -36,6 +36,9 @@ def test_deep_link_matches_cli(page, server_url):
     assert metric(page, "KV cache per token per GPU") == f"{doc['kv_cache_bytes_per_token']:,}"
     assert metric(page, "Suggested max_num_seqs") == f"{doc['max_num_seqs_advice']['recommended_max_num_seqs']:,}"
     shot(page, "overview")
+    # the math's text is sent when its expander opens: 2 × (8 // 4) × 128 × 2 B × 80 layers = 81,920 B
+    page.locator("summary", has_text="Show the math: KV cache per token").click()
+    page.get_by_text("= 2 × 2 × 128 × 2 × 80 = 81,920 B").wait_for(timeout=15_000)
 
 
 def test_widget_change_updates_url_and_survives_navigation(page, server_url):
