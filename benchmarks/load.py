@@ -106,7 +106,7 @@ async def drive(i: int, page, deadline: float, timeout_ms: int, think_s: float, 
     values = ["2", "8", "4"]
     k = i % 3
     rng = random.Random(i)
-    await asyncio.sleep(min(rng.uniform(0, think_s), max(0.0, deadline - time.monotonic())))  # not in lockstep
+    await asyncio.sleep(think(rng, think_s, deadline))  # not in lockstep
     while time.monotonic() < deadline:
         value = values[k % 3]
         k += 1
@@ -128,7 +128,9 @@ async def drive(i: int, page, deadline: float, timeout_ms: int, think_s: float, 
 
 
 def think(rng: random.Random, mean_s: float, deadline: float) -> float:
-    """A think time: exponential with mean ``mean_s``, cut at the deadline (so the run ends on time)."""
+    """A think time: exponential with mean ``mean_s``, cut at the deadline (so the run ends on time).
+    Also each session's first pause: the wait to a Poisson stream's next event is the same
+    exponential, so the sessions start out of step as if they had been running already."""
     return max(0.0, min(rng.expovariate(1 / mean_s), deadline - time.monotonic()))
 
 
@@ -146,16 +148,15 @@ async def run(a: argparse.Namespace, url: str, pid: int, stats: dict) -> None:
     timeout_ms = int(a.timeout_s * 1000)
     n_ws = a.sessions - a.browsers
     gate = Gate(n_ws + 1, a.duration_s, pid, {})  # the wire sessions, and the browsers as one party
-    ws = stats["wire"]
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=a.chromium, args=ARGS, headless=True)
         rss_before = stats["rss_before"] = rss_kib(pid)
-        wire = asyncio.gather(*[run_session(a.browsers + i, url, gate, a, ws) for i in range(n_ws)])
+        wire = asyncio.gather(*[run_session(a.browsers + i, url, gate, a, stats["wire"]) for i in range(n_ws)])
         sessions = []
         for start in range(0, a.browsers, a.open_batch):  # open in batches: 50 cold page loads at once time out
             n = min(a.open_batch, a.browsers - start)
             sessions += await asyncio.gather(*[open_session(browser, url, timeout_ms, stats) for _ in range(n)])
-        while len(ws["open_s"]) + len(ws["errors"]) < n_ws:
+        while gate.left > 1:  # every wire session arrives at the gate once it has opened (or failed to)
             await asyncio.sleep(0.1)
         rss_open = stats["rss_open"] = rss_kib(pid)
         cpu0 = cpu_s(pid), browser_cpu_s()

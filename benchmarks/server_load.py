@@ -87,7 +87,7 @@ async def run_session(i: int, url: str, gate: Gate, a: argparse.Namespace, stats
             arrived, deadline = True, await gate.arrive()
             if s.tp_id is None:
                 raise RuntimeError("no tensor_parallel_size widget in the first run")
-            await asyncio.sleep(min(rng.uniform(0, a.think_s), max(0.0, deadline - time.monotonic())))
+            await asyncio.sleep(think(rng, a.think_s, deadline))
             k = i
             while time.monotonic() < deadline:
                 value = (2, 8, 4)[k % 3]
