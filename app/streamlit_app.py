@@ -12,7 +12,7 @@ import streamlit as st  # noqa: E402
 
 from app.ui import inputs, state  # noqa: E402
 from app.ui.compat import guard_integer_inputs_from_non_finite_urls  # noqa: E402
-from calculators.catalog import CatalogError  # noqa: E402
+from calculators.specs.catalog import CatalogError  # noqa: E402
 
 guard_integer_inputs_from_non_finite_urls()
 st.set_page_config(page_title="LLM capacity planner", page_icon=":material/memory:", layout="wide")

@@ -34,9 +34,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from calculators.catalog import get_gpu, get_model  # noqa: E402
-from calculators.roofline import ALLREDUCE_LATENCY_S, COMPUTE_EFFICIENCY, MEMORY_EFFICIENCY, STEP_OVERHEAD_S, Roofline  # noqa: E402
-from calculators.serving import serving_metrics  # noqa: E402
+from calculators.perf.roofline import (  # noqa: E402
+    ALLREDUCE_LATENCY_S,
+    COMPUTE_EFFICIENCY,
+    MEMORY_EFFICIENCY,
+    STEP_OVERHEAD_S,
+    Roofline,
+)
+from calculators.perf.serving import serving_metrics  # noqa: E402
+from calculators.specs.catalog import get_gpu, get_model  # noqa: E402
 
 DATA = ROOT / "tests" / "fixtures" / "measured" / "published.json"
 METRICS = ("throughput", "decode_step", "ttft")

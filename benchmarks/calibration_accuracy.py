@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from calculators.calibration import fit_efficiencies, predicted_tpot_s
-from calculators.catalog import get_gpu, get_model
-from calculators.roofline import Roofline
+from calculators.perf.calibration import fit_efficiencies, predicted_tpot_s
+from calculators.perf.roofline import Roofline
+from calculators.specs.catalog import get_gpu, get_model
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("accuracy", ROOT / "benchmarks" / "accuracy.py")

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import time
 
-from calculators.catalog import get_gpu, get_model
-from calculators.roofline import Roofline
-from calculators.simulator import ContinuousBatching, StaticBatching, kv_blocks, simulate, sweep_max_num_seqs
-from calculators.workload_gen import LogNormal, Poisson, make_workload
+from calculators.perf.roofline import Roofline
+from calculators.sim.engine import ContinuousBatching, StaticBatching, kv_blocks, simulate, sweep_max_num_seqs
+from calculators.sim.workload import LogNormal, Poisson, make_workload
+from calculators.specs.catalog import get_gpu, get_model
 
 
 def _timed(label: str, fn):

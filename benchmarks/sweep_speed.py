@@ -13,9 +13,9 @@ import time
 
 import numpy as np
 
-from calculators.catalog import get_gpu, get_model
-from calculators.roofline import Roofline
-from calculators.sweep import decode_sweep
+from calculators.perf.roofline import Roofline
+from calculators.perf.sweep import decode_sweep
+from calculators.specs.catalog import get_gpu, get_model
 
 MODELS = ["meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B", "Qwen/Qwen3-32B", "Qwen/Qwen3-30B-A3B",
           "mistralai/Mixtral-8x7B-v0.1"]

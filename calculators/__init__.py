@@ -2,8 +2,8 @@
 
 Quick start::
 
-    from calculators.catalog import get_model, get_gpu
-    from calculators.vllm_capacity import vllm_capacity
+    from calculators.specs.catalog import get_model, get_gpu
+    from calculators.vllm.capacity import vllm_capacity
     r = vllm_capacity(get_model("meta-llama/Llama-3.1-70B-Instruct"), gpu=get_gpu("H100"), tensor_parallel_size=4)
     print(r.vllm_lines)
 """

@@ -17,11 +17,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from calculators.errors import InvalidInputError
-from calculators.kv_cache import KV_CACHE_DTYPES
-from calculators.specs import GPUSpec
+from calculators.memory.kv_cache import KV_CACHE_DTYPES
+from calculators.memory.weights import QUANTIZATIONS
+from calculators.specs.schema import GPUSpec
 from calculators.units import GB, TFLOP, GiB
-from calculators.vllm_version import DEFAULT_VLLM_VERSION, parse_vllm_version
-from calculators.weights import QUANTIZATIONS
+from calculators.vllm.versions import DEFAULT_VLLM_VERSION, parse_vllm_version
 
 FORMAT_VERSION = "1"
 DTYPE_CHOICES = ("auto", "bfloat16", "float16", "float32")
@@ -66,7 +66,7 @@ class Scenario(BaseModel):
     calibration: str | None = None
 
     def capacity_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`calculators.vllm_capacity.vllm_capacity` (no model/GPU)."""
+        """Keyword arguments of :func:`calculators.vllm.capacity.vllm_capacity` (no model/GPU)."""
         kv = self.kv_cache_memory_gib
         return {"tensor_parallel_size": self.tensor_parallel_size,
                 "pipeline_parallel_size": self.pipeline_parallel_size, "dtype": self.dtype,
@@ -78,8 +78,8 @@ class Scenario(BaseModel):
                 "kv_cache_memory_bytes": None if kv is None else int(kv * GiB)}
 
     def workload(self):
-        """The sidebar's traffic and targets as a :class:`calculators.fleet.Workload` (ms → s)."""
-        from calculators.fleet import Workload
+        """The sidebar's traffic and targets as a :class:`calculators.planning.fleet.Workload` (ms → s)."""
+        from calculators.planning.fleet import Workload
         return Workload(request_rate_per_s=self.request_rate_per_s, input_len=self.input_len,
                         output_len=self.output_len,
                         ttft_p99_s=None if self.ttft_p99_ms is None else self.ttft_p99_ms / 1e3,

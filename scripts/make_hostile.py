@@ -73,8 +73,8 @@ def files() -> dict[str, bytes]:
 
 def big_files(directory: Path) -> dict[str, Path]:
     """Files just over each limit (generated at test time, never committed)."""
-    from calculators.hf_config import MAX_CONFIG_BYTES
     from calculators.profiles import MAX_PROFILE_BYTES
+    from calculators.specs.hf_config import MAX_CONFIG_BYTES
     directory.mkdir(parents=True, exist_ok=True)
     out = {}
     for name, limit in (("over_config_limit.json", MAX_CONFIG_BYTES), ("over_profile_limit.json", MAX_PROFILE_BYTES),

@@ -31,7 +31,7 @@ import torch
 from torch.nn import functional as F  # noqa: N812 (the PyTorch convention)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from calculators.hf_config import load_config_file  # noqa: E402
+from calculators.specs.hf_config import load_config_file  # noqa: E402
 
 
 class Decoder(torch.nn.Module):

@@ -12,7 +12,7 @@ HF_CONFIGS = FIXTURES / "hf_configs"
 
 def hf(name: str):
     """Import a fixture config.json by its file stem (``meta-llama__Llama-3.1-70B``)."""
-    from calculators.hf_config import load_config_file
+    from calculators.specs.hf_config import load_config_file
     return load_config_file(HF_CONFIGS / f"{name}.json")
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 from hypothesis import strategies as st
 
-from calculators.catalog import load_gpus, load_models
 from calculators.errors import InvalidInputError
+from calculators.specs.catalog import load_gpus, load_models
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_IDS = list(load_gpus())
@@ -104,7 +104,7 @@ def _json_bad(text: str) -> list[str]:
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     """``llmcap argv`` in-process: (exit status, stdout, stderr). Raises FuzzError on a broken property."""
-    from calculators.cli import main
+    from calculators.cli.main import main
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
@@ -147,7 +147,7 @@ def kv_case(draw):
 
 
 def check_kv(c: dict) -> None:
-    from calculators.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token, sequences_that_fit
+    from calculators.memory.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token, sequences_that_fit
     m = _model(c["model"])
     kw = dict(tensor_parallel_size=c["tp"], pipeline_parallel_size=c["pp"], kv_cache_dtype=c["kv"], dtype=c["dtype"])
     expect_valid_or_input_error(lambda: kv_bytes_per_token(m, **kw))
@@ -166,7 +166,7 @@ def weights_case(draw):
 
 
 def check_weights(c: dict) -> None:
-    from calculators.weights import weight_bytes_per_gpu
+    from calculators.memory.weights import weight_bytes_per_gpu
     expect_valid_or_input_error(lambda: weight_bytes_per_gpu(
         _model(c["model"]), tensor_parallel_size=c["tp"], pipeline_parallel_size=c["pp"], quantization=c["q"],
         dtype=c["dtype"], expert_parallel_size=c["ep"]))
@@ -200,8 +200,8 @@ def capacity_case(draw):
 
 
 def check_capacity(c: dict) -> None:
-    from calculators.capacity_report import capacity_document
-    from calculators.vllm_capacity import vllm_capacity
+    from calculators.report.capacity import capacity_document
+    from calculators.vllm.capacity import vllm_capacity
     m = _model(c["model"])
     r = expect_valid_or_input_error(lambda: vllm_capacity(
         m, gpu=None if c["gpu"] is None else _gpu(c["gpu"]), gpu_memory_bytes=c["mem"], **c["flags"]))
@@ -221,8 +221,8 @@ def roofline_case(draw):
 
 
 def check_roofline(c: dict) -> None:
-    from calculators.roofline import Efficiencies, Roofline
-    from calculators.serving import serving_metrics
+    from calculators.perf.roofline import Efficiencies, Roofline
+    from calculators.perf.serving import serving_metrics
 
     def build():
         e = Efficiencies(compute=c["eff"][0], memory=c["eff"][1], step_overhead_s=c["eff"][2])
@@ -246,7 +246,7 @@ def fleet_case(draw):
 
 
 def check_fleet(c: dict) -> None:
-    from calculators.fleet import Layout, Workload, plan_layout
+    from calculators.planning.fleet import Layout, Workload, plan_layout
     w = expect_valid_or_input_error(lambda: Workload(
         request_rate_per_s=c["rate"], input_len=c["i"], output_len=c["o"], ttft_p99_s=c["ttft"], tpot_p99_s=c["tpot"],
         input_len_p95=c["ip95"], output_len_p95=c["op95"]))
@@ -286,11 +286,11 @@ def config_case(draw):
 
 
 def check_config(cfg: dict) -> None:
-    from calculators.hf_config import model_from_config, model_from_json_text
+    from calculators.specs.hf_config import model_from_config, model_from_json_text
     m = expect_valid_or_input_error(lambda: model_from_config(cfg, id="fuzz/model"))
     if not isinstance(m, InvalidInputError):  # an accepted config must be usable
-        from calculators.kv_cache import kv_bytes_per_token
-        from calculators.weights import weight_bytes_per_gpu
+        from calculators.memory.kv_cache import kv_bytes_per_token
+        from calculators.memory.weights import weight_bytes_per_gpu
         expect_valid_or_input_error(lambda: kv_bytes_per_token(m))
         expect_valid_or_input_error(lambda: weight_bytes_per_gpu(m))
     try:
@@ -354,7 +354,7 @@ def log_case(draw):
 
 
 def check_log(text: str) -> None:
-    from calculators.vllm_log import parse_vllm_log, scenario_updates
+    from calculators.vllm.startup_log import parse_vllm_log, scenario_updates
     log = expect_valid_or_input_error(lambda: parse_vllm_log(text))
     if not isinstance(log, InvalidInputError):
         expect_valid_or_input_error(lambda: scenario_updates(log))
@@ -373,7 +373,7 @@ query_dicts = st.dictionaries(st.one_of(st.sampled_from(QUERY_KEYS_ALL), st.text
 
 
 def check_query(params: dict) -> None:
-    from calculators.calibration import Calibration
+    from calculators.perf.calibration import Calibration
     from calculators.scenario import decode_config, decode_custom_gpu, scenario_from_query
     r = expect_valid_or_input_error(lambda: scenario_from_query(params))
     if isinstance(r, InvalidInputError):

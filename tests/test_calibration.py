@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from conftest import FIXTURES
 
-from calculators.calibration import Calibration, Measured, calibrate, calibrated, predicted_tpot_s, profile_points
-from calculators.catalog import get_gpu, get_model
 from calculators.errors import InvalidInputError
-from calculators.perf_model import PerformanceModel
+from calculators.perf.calibration import Calibration, Measured, calibrate, calibrated, predicted_tpot_s, profile_points
+from calculators.perf.model import PerformanceModel
+from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.profiles import load_many
-from calculators.roofline import Efficiencies, Roofline
+from calculators.specs.catalog import get_gpu, get_model
 
 VLLM_SWEEP = sorted((FIXTURES / "profiles").glob("vllm-benchmark_serving-v0.8.3_*.json"))
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +92,7 @@ def test_cli_profile_import_calibrate_and_use(tmp_path):
     files = [str(p) for p in VLLM_SWEEP]
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "calculators.cli", *args], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "calculators.cli.main", *args], capture_output=True, text=True,
                               cwd=ROOT, timeout=120)
     doc = json.loads(run("profile", "import", *files, "--json").stdout)
     assert len(doc["load_points"]) == 4 and doc["model"] == "meta-llama/Llama-3.3-70B-Instruct"

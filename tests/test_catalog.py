@@ -5,9 +5,9 @@ import datetime as dt
 
 import pytest
 
-from calculators import catalog
-from calculators.catalog import get_gpu, get_model, load_gpus, load_models
 from calculators.errors import InvalidInputError
+from calculators.specs import catalog
+from calculators.specs.catalog import get_gpu, get_model, load_gpus, load_models
 from calculators.units import GB, GiB
 
 REQUIRED_GPUS = ["T4", "A10G", "L4", "L40S", "A100-40GB", "A100-80GB", "A100-80GB-PCIe", "H100", "H100-PCIe",

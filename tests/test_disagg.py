@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from calculators.catalog import get_gpu, get_model
-from calculators.disagg import (
+from calculators.errors import InvalidInputError
+from calculators.perf.roofline import Roofline
+from calculators.planning.disagg import (
     PCIE5_X16_BYTES_PER_S,
     decode_gpu_seconds,
     kv_bytes_per_request,
@@ -13,9 +14,8 @@ from calculators.disagg import (
     prefill_gpu_seconds,
     transfer_link,
 )
-from calculators.errors import InvalidInputError
-from calculators.fleet import Workload
-from calculators.roofline import Roofline
+from calculators.planning.fleet import Workload
+from calculators.specs.catalog import get_gpu, get_model
 
 L70 = "meta-llama/Llama-3.1-70B-Instruct"
 W = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0, tpot_p99_s=0.05)

@@ -1,4 +1,4 @@
-"""calculators.explain_sim against hand-worked values.
+"""calculators.report.explain_sim against hand-worked values.
 
 Closed forms: Kleinrock, *Queueing Systems Vol. 1* (1975) §3.2 (M/M/1 W_q = ρ/(μ − λ)) and §5.6
 (M/D/1 W_q = ρ/(2μ(1 − ρ))); Little (1961) L = λW, finite-horizon form (Stidham 1974).
@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calculators import explain_sim as ex
-from calculators.queueing import md1_mean_wait_s, mm1_mean_wait_s
-from calculators.simulator import SLO, ConstantStepModel, ContinuousBatching, StaticBatching, simulate
-from calculators.workload_gen import Constant, Fixed, LogNormal, Poisson, make_workload
+from calculators.planning.queueing import md1_mean_wait_s, mm1_mean_wait_s
+from calculators.report import explain_sim as ex
+from calculators.sim.engine import SLO, ConstantStepModel, ContinuousBatching, StaticBatching, simulate
+from calculators.sim.workload import Constant, Fixed, LogNormal, Poisson, make_workload
 
 ONE_SERVER = ContinuousBatching(max_num_seqs=1, max_num_batched_tokens=100_000)
 PM = ConstantStepModel(decode_s=0.01, prefill_s_per_token=1e-4)

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from calculators.catalog import get_gpu, get_model
 from calculators.errors import InvalidInputError
-from calculators.fleet import (
+from calculators.planning.fleet import (
     Layout,
     Workload,
     _nodes,
@@ -21,6 +20,7 @@ from calculators.fleet import (
     plan_fleet,
     plan_layout,
 )
+from calculators.specs.catalog import get_gpu, get_model
 
 LLAMA70 = "meta-llama/Llama-3.1-70B-Instruct"
 DONE_WHEN = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0, tpot_p99_s=0.05)
@@ -103,7 +103,7 @@ def test_bad_workload(field, kwargs):
 
 def test_cli_plan_json():
     root = Path(__file__).resolve().parent.parent
-    p = subprocess.run([sys.executable, "-m", "calculators.cli", "plan", "--model", LLAMA70, "--gpu", "H100",
+    p = subprocess.run([sys.executable, "-m", "calculators.cli.main", "plan", "--model", LLAMA70, "--gpu", "H100",
                         "--gpu", "MI300X", "--request-rate", "40", "--input-len", "2000", "--output-len", "300",
                         "--ttft-p99-ms", "1000", "--tpot-p99-ms", "50", "--max-pipeline-parallel-size", "1",
                         "--json"], capture_output=True, text=True, cwd=root, timeout=120)

@@ -6,9 +6,9 @@ import json
 import pytest
 from conftest import HF_CONFIGS, hf
 
-from calculators.catalog import load_models
 from calculators.errors import InvalidInputError
-from calculators.hf_config import load_config_file, model_from_config, model_from_json_text
+from calculators.specs.catalog import load_models
+from calculators.specs.hf_config import load_config_file, model_from_config, model_from_json_text
 
 FIXTURES = sorted(p.stem for p in HF_CONFIGS.glob("*.json"))
 

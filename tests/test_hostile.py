@@ -21,23 +21,23 @@ _spec = importlib.util.spec_from_file_location("make_hostile", ROOT / "scripts" 
 make_hostile = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_hostile)
 
-import calculators.calibration  # noqa: E402,F401  - imported up front: the timings measure reading, not imports
-import calculators.hf_config  # noqa: E402,F401
+import calculators.perf.calibration  # noqa: E402,F401  - imported up front: the timings measure reading, not imports
 import calculators.profiles  # noqa: E402,F401
-import calculators.vllm_log  # noqa: E402,F401
-import calculators.workload_gen  # noqa: E402,F401
+import calculators.sim.workload  # noqa: E402,F401
+import calculators.specs.hf_config  # noqa: E402,F401
+import calculators.vllm.startup_log  # noqa: E402,F401
 
 SECONDS = 2.0
 MEMORY_BYTES = 200 * 2**20
 
 
 def _config_file(path: Path, data: bytes):
-    from calculators.hf_config import load_config_file
+    from calculators.specs.hf_config import load_config_file
     return load_config_file(path)
 
 
 def _config_text(path: Path, data: bytes):
-    from calculators.hf_config import model_from_json_text
+    from calculators.specs.hf_config import model_from_json_text
     return model_from_json_text(data)
 
 
@@ -52,17 +52,17 @@ def _profile_many(path: Path, data: bytes):
 
 
 def _calibration(path: Path, data: bytes):
-    from calculators.calibration import Calibration
+    from calculators.perf.calibration import Calibration
     return Calibration.from_json(data)
 
 
 def _trace(path: Path, data: bytes):
-    from calculators.workload_gen import read_trace
+    from calculators.sim.workload import read_trace
     return read_trace(path)
 
 
 def _log(path: Path, data: bytes):
-    from calculators.vllm_log import parse_vllm_log
+    from calculators.vllm.startup_log import parse_vllm_log
     return parse_vllm_log(data.decode("utf-8", errors="replace"))  # what a text area would hold
 
 
@@ -115,13 +115,13 @@ def test_hostile_file_is_an_input_error(name, loader):
 
 @pytest.mark.parametrize("name", HOSTILE_FILES)
 def test_hostile_file_as_pasted_log(name):
-    from calculators.vllm_log import VllmLog
+    from calculators.vllm.startup_log import VllmLog
     result = _check(_log, HOSTILE / name, strict=False)
     assert isinstance(result, InvalidInputError | VllmLog)
 
 
 def test_mixed_version_log_is_a_clear_result():
-    from calculators.vllm_log import scenario_updates
+    from calculators.vllm.startup_log import scenario_updates
     log = _check(_log, HOSTILE / "mixed_versions.log", strict=False)
     assert log.version == "0.6.3"  # the first version printed wins, and the result says there were several
     assert "several versions: 0.6.3, 0.10.1" in log.version_range
@@ -139,8 +139,8 @@ def big(tmp_path_factory):
 @pytest.mark.parametrize("name", ["over_config_limit.json", "over_profile_limit.json", "over_upload_limit.json"])
 @pytest.mark.parametrize("loader", sorted(STRICT_LOADERS))
 def test_file_over_a_limit(big, name, loader):
-    from calculators.hf_config import MAX_CONFIG_BYTES
     from calculators.profiles import MAX_PROFILE_BYTES
+    from calculators.specs.hf_config import MAX_CONFIG_BYTES
     path = big[name]
     assert path.stat().st_size > min(MAX_CONFIG_BYTES, MAX_PROFILE_BYTES)
     _check(STRICT_LOADERS[loader], path)
@@ -151,7 +151,7 @@ def test_upload_limit_is_small():
 
 
 def test_cli_reads_hostile_files_with_one_line(capsys):
-    from calculators.cli import main
+    from calculators.cli.main import main
     for name in HOSTILE_FILES:
         path = str(HOSTILE / name)
         for argv in (["profile", "import", path], ["capacity", "--model", path, "--gpu", "H100"]):

@@ -7,15 +7,15 @@ from conftest import hf
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calculators.catalog import get_model
 from calculators.errors import InvalidInputError
-from calculators.kv_cache import (
+from calculators.memory.kv_cache import (
     kv_bytes_per_sequence,
     kv_bytes_per_token,
     kv_bytes_per_token_per_layer,
     pp_layer_partition,
     sequences_that_fit,
 )
+from calculators.specs.catalog import get_model
 from calculators.units import GiB, MiB
 
 

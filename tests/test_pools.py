@@ -1,10 +1,10 @@
 """Mixed pools: shares, separate sizing, totals."""
 import pytest
 
-from calculators.catalog import get_gpu, get_model
 from calculators.errors import InvalidInputError
-from calculators.fleet import Workload, plan_fleet
-from calculators.pools import PoolSpec, plan_pools
+from calculators.planning.fleet import Workload, plan_fleet
+from calculators.planning.pools import PoolSpec, plan_pools
+from calculators.specs.catalog import get_gpu, get_model
 
 L70 = "meta-llama/Llama-3.1-70B-Instruct"
 W = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0, tpot_p99_s=0.05)

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from conftest import FIXTURES
 
-from calculators import explain_profiles as ex
-from calculators import profile_analysis as pa
-from calculators.calibration import calibrate, profile_points
-from calculators.catalog import get_gpu, get_model
 from calculators.errors import InvalidInputError
+from calculators.perf.calibration import calibrate, profile_points
+from calculators.perf.roofline import Roofline
+from calculators.profiles import analysis as pa
 from calculators.profiles import detect_and_load, load_many
-from calculators.roofline import Roofline
+from calculators.report import explain_profiles as ex
+from calculators.specs.catalog import get_gpu, get_model
 
 VLLM_SWEEP = sorted((FIXTURES / "profiles").glob("vllm-benchmark_serving-v0.8.3_*_qps-*.trimmed.json"))
 

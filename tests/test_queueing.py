@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calculators.errors import InvalidInputError
-from calculators.queueing import (
+from calculators.planning.queueing import (
     batched_server_wait,
     erlang_c,
     max_arrival_rate_for_wait,

@@ -5,9 +5,17 @@ import json
 
 import pytest
 
-from calculators.catalog import get_gpu, get_model
-from calculators.fleet import Workload, plan_fleet
-from calculators.quote import neutralise_cell, pdf_text, quote_document, quote_html, quote_pdf, ranked_csv, ranked_json
+from calculators.planning.fleet import Workload, plan_fleet
+from calculators.report.quote import (
+    neutralise_cell,
+    pdf_text,
+    quote_document,
+    quote_html,
+    quote_pdf,
+    ranked_csv,
+    ranked_json,
+)
+from calculators.specs.catalog import get_gpu, get_model
 
 L70 = "meta-llama/Llama-3.1-70B-Instruct"
 W = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0, tpot_p99_s=0.05)

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calculators.catalog import get_gpu, get_model
-from calculators.curves import knee_batch, slo_batch
 from calculators.errors import InvalidInputError
-from calculators.latency_budget import latency_budget
-from calculators.perf_model import PerformanceModel
-from calculators.roofline import Efficiencies, Roofline, crossover_batch_size, ridge_point
-from calculators.serving import serving_metrics
-from calculators.sweep import decode_sweep
+from calculators.perf.curves import knee_batch, slo_batch
+from calculators.perf.latency_budget import latency_budget
+from calculators.perf.model import PerformanceModel
+from calculators.perf.roofline import Efficiencies, Roofline, crossover_batch_size, ridge_point
+from calculators.perf.serving import serving_metrics
+from calculators.perf.sweep import decode_sweep
+from calculators.specs.catalog import get_gpu, get_model
 
 IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_latency_s=0.0)
 # Llama-3.1-8B by hand: weights 8,030,261,248 × 2 B + cos/sin cache 131,072 × 128 × 2 B;
@@ -142,7 +142,7 @@ def test_bad_inputs():
 
 def _llmcap(*args):
     root = Path(__file__).resolve().parent.parent
-    return subprocess.run([sys.executable, "-m", "calculators.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "calculators.cli.main", *args], capture_output=True, text=True,
                           cwd=root, timeout=60)
 
 

@@ -12,11 +12,10 @@ import math
 import numpy as np
 import pytest
 
-from calculators.catalog import get_gpu, get_model
 from calculators.errors import InvalidInputError
-from calculators.queueing import md1_mean_wait_s, mm1_mean_wait_s
-from calculators.roofline import Roofline
-from calculators.simulator import (
+from calculators.perf.roofline import Roofline
+from calculators.planning.queueing import md1_mean_wait_s, mm1_mean_wait_s
+from calculators.sim.engine import (
     SLO,
     ConstantStepModel,
     ContinuousBatching,
@@ -28,7 +27,7 @@ from calculators.simulator import (
     sweep_max_num_seqs,
     sweep_request_rate,
 )
-from calculators.workload_gen import (
+from calculators.sim.workload import (
     ClosedLoop,
     Constant,
     Empirical,
@@ -43,6 +42,7 @@ from calculators.workload_gen import (
     workload_from_arrays,
     write_trace,
 )
+from calculators.specs.catalog import get_gpu, get_model
 
 ONE_SERVER = ContinuousBatching(max_num_seqs=1, max_num_batched_tokens=100_000)
 
@@ -252,8 +252,8 @@ def test_invalid_configuration_names_the_field():
 
 
 def test_cli(capsys, tmp_path):
-    from calculators.cli import _Parser
-    from calculators.simulate_cli import add_simulate_parser
+    from calculators.cli.main import _Parser
+    from calculators.cli.simulate import add_simulate_parser
     p = _Parser(prog="llmcap")
     add_simulate_parser(p.add_subparsers(dest="command", required=True, parser_class=_Parser))
     a = p.parse_args(["simulate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--request-rate", "5",

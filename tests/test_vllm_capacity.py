@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calculators.advice import lognormal_lengths, max_num_seqs_advice, vllm_serve_command
-from calculators.catalog import get_gpu, get_model
 from calculators.errors import InvalidInputError
+from calculators.specs.catalog import get_gpu, get_model
 from calculators.units import GiB
-from calculators.vllm_capacity import vllm_capacity
-from calculators.vllm_overheads import activation_peak
-from calculators.vllm_version import parse_vllm_version, subtracts_cudagraphs
+from calculators.vllm.advice import lognormal_lengths, max_num_seqs_advice, vllm_serve_command
+from calculators.vllm.capacity import vllm_capacity
+from calculators.vllm.overheads import activation_peak
+from calculators.vllm.versions import parse_vllm_version, subtracts_cudagraphs
 
 ROUND_GIB = 0.005  # vLLM prints the KV memory with 2 decimals
 

@@ -56,8 +56,8 @@ def model_form() -> None:
                                                          key="cm_maxpos")}
         submitted = st.form_submit_button("Add model")
     if submitted:
-        from calculators.hf_config import model_from_config
         from calculators.scenario import config_from_fields
+        from calculators.specs.hf_config import model_from_config
         try:
             if not mid.strip():
                 raise InvalidInputError("id", mid, "a non-empty id")
@@ -77,7 +77,7 @@ def config_upload() -> None:
     if up is not None:
         import json
 
-        from calculators.hf_config import model_from_json_text
+        from calculators.specs.hf_config import model_from_json_text
         try:
             raw = up.getvalue()
             default = ident.strip() or up.name.removesuffix(".json").replace("__", "/")

@@ -28,7 +28,7 @@ def planned(ctx, model, gpus: list, name: str, **extra: Any) -> tuple[list, Any,
     :class:`InvalidInputError` for a workload the planner cannot take.
     """
     from app.ui import perf
-    from calculators.fleet import plan_fleet
+    from calculators.planning.fleet import plan_fleet
     scn = ctx.scenario
     eff, eff_source = perf.efficiencies(ctx)
     w = scn.workload()

@@ -47,7 +47,7 @@ def _first_run() -> None:
             messages.append(f"custom GPU in the link ignored: {exc}")
     if "cmodel" in params:
         try:
-            from calculators.hf_config import model_from_config
+            from calculators.specs.hf_config import model_from_config
             cfg = decode_config(params["cmodel"])
             mid = str(cfg.get("_name_or_path") or "custom-model")
             m = model_from_config(cfg, id=mid)
@@ -57,7 +57,7 @@ def _first_run() -> None:
     scenario, msgs = scenario_from_query(params)
     messages += msgs
     if scenario.calibration:
-        from calculators.calibration import Calibration
+        from calculators.perf.calibration import Calibration
         try:
             Calibration.efficiencies_from_param(scenario.calibration)
             ss["_calibration_param"] = scenario.calibration
@@ -87,7 +87,7 @@ def sidebar() -> tuple[Scenario, dict]:
     ph: dict[str, object] = {}
     sb.header("Scenario")
     gpus = state.gpu_options()
-    from calculators.catalog import load_gpus
+    from calculators.specs.catalog import load_gpus
     names = {g.id: g.name for g in load_gpus().values()}
     v: dict = {}
     v["model"] = sb.selectbox("Model", state.model_options(), key="model",

@@ -6,7 +6,7 @@ import streamlit as st
 
 from app.ui import state
 from calculators.errors import InvalidInputError
-from calculators.vllm_log import comparison_rows, parse_vllm_log, scenario_updates
+from calculators.vllm.startup_log import comparison_rows, parse_vllm_log, scenario_updates
 
 
 def show(text: str, ctx: state.Computed) -> None:

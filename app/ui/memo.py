@@ -18,10 +18,10 @@ from typing import Any
 import streamlit as st
 from pydantic import BaseModel
 
-from calculators.catalog import load_gpus, load_models
-from calculators.roofline import Efficiencies
+from calculators.perf.roofline import Efficiencies
 from calculators.scenario import Scenario
-from calculators.specs import GPUSpec, ModelSpec
+from calculators.specs.catalog import load_gpus, load_models
+from calculators.specs.schema import GPUSpec, ModelSpec
 
 SHARED_ENTRIES = 64    # per result name; measured: a 70B fleet plan list ~20 kB pickled, a capacity entry < 5 kB
 SESSION_ENTRIES = 8

@@ -1,7 +1,7 @@
 """The performance model every timed page uses: the roofline, or the roofline calibrated on a
 measured profile when the session has chosen one ("use this calibration" on Measured profiles).
 
-Contract: ``st.session_state["calibration"]`` holds a :class:`calculators.calibration.Calibration`
+Contract: ``st.session_state["calibration"]`` holds a :class:`calculators.perf.calibration.Calibration`
 (or nothing); ``st.session_state["_calibration_param"]`` its compact form, which the permalink
 carries as ``cal=`` and the entry point restores.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app.ui.state import Computed
-from calculators.calibration import Calibration
 from calculators.errors import InvalidInputError
-from calculators.roofline import Efficiencies, Roofline
+from calculators.perf.calibration import Calibration
+from calculators.perf.roofline import Efficiencies, Roofline
 
 CALIBRATION = "calibration"
 

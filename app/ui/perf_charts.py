@@ -1,6 +1,6 @@
 """Plotly figures of the performance pages, built as plain figure dicts (Streamlit validates them once;
 plotly's ``add_vline``/``make_subplots`` cost ~100 ms each, too slow for a rerun). Pure functions of the
-tidy frames of :mod:`calculators.explain_perf`; no formulas here."""
+tidy frames of :mod:`calculators.report.explain_perf`; no formulas here."""
 from __future__ import annotations
 
 import math

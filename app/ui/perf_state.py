@@ -7,10 +7,10 @@ import streamlit as st
 
 from app.ui.memo import memoised
 from app.ui.state import Computed
-from calculators import explain_perf
-from calculators.curves import KNEE_THRESHOLD
 from calculators.errors import InvalidInputError
-from calculators.roofline import Roofline
+from calculators.perf.curves import KNEE_THRESHOLD
+from calculators.perf.roofline import Roofline
+from calculators.report import explain_perf
 
 
 def page_model(ctx: Computed, needs: str) -> Roofline | None:
@@ -43,7 +43,7 @@ def targets_s(ctx: Computed) -> tuple[float | None, float | None]:
 
 def summary(ctx: Computed, r: Roofline, *, input_len: int | None = None, output_len: int | None = None,
             threshold: float = KNEE_THRESHOLD) -> dict | InvalidInputError:
-    """:func:`calculators.explain_perf.performance_summary` for the scenario (lengths default to its own)."""
+    """:func:`calculators.report.explain_perf.performance_summary` for the scenario (lengths default to its own)."""
     i, o = lengths(ctx)
     i, o = input_len or i, output_len or o
     ttft, tpot = targets_s(ctx)

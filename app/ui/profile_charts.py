@@ -1,12 +1,12 @@
 """Plotly figures of a measured profile: throughput, latency percentiles, predicted-vs-measured TPOT.
 
-Pure functions of the frames of :mod:`calculators.profile_analysis` (plotly is imported lazily).
+Pure functions of the frames of :mod:`calculators.profiles.analysis` (plotly is imported lazily).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from calculators.profile_analysis import LOAD_AXES
+from calculators.profiles.analysis import LOAD_AXES
 
 _MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
 _PCT = (("median", "p50", "dot"), ("p90", "p90", "dash"), ("p99", "p99", "solid"))

@@ -1,5 +1,5 @@
 """Plotly figures of the batching simulator page: pure functions of the tidy frames that
-:mod:`calculators.explain_sim` builds (plotly is imported lazily)."""
+:mod:`calculators.report.explain_sim` builds (plotly is imported lazily)."""
 from __future__ import annotations
 
 POLICY_COLORS = ("#4c78a8", "#f58518")

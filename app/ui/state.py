@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from calculators.catalog import get_gpu, get_model, load_gpus, load_models
 from calculators.errors import InvalidInputError
 from calculators.scenario import Scenario
-from calculators.specs import GPUSpec, ModelSpec
+from calculators.specs.catalog import get_gpu, get_model, load_gpus, load_models
+from calculators.specs.schema import GPUSpec, ModelSpec
 
 CUSTOM_GPUS = "custom_gpus"      # id -> GPUSpec
 CUSTOM_MODELS = "custom_models"  # id -> (ModelSpec, config dict)
@@ -93,8 +93,8 @@ def _capacity(scenario: Scenario, model: ModelSpec, gpu: GPUSpec,
               served: str) -> tuple[object, dict, tuple[str, ...], str | None] | InvalidInputError:
     """(result, document, messages, error field) for a scenario, or the input error (kept, so that a
     rerun with the same wrong input does not compute it again). Shared: the caller must not mutate it."""
-    from calculators.capacity_report import capacity_document
-    from calculators.vllm_capacity import vllm_capacity
+    from calculators.report.capacity import capacity_document
+    from calculators.vllm.capacity import vllm_capacity
     try:
         result = vllm_capacity(model, gpu=gpu, **scenario.capacity_kwargs())
         try:
@@ -116,8 +116,8 @@ def computed() -> Computed:
 
 def compute_detached(scenario: Scenario, model: ModelSpec, gpu: GPUSpec) -> dict | InvalidInputError:
     """A capacity document for a variant of the scenario (version selector, log check)."""
-    from calculators.capacity_report import capacity_document
-    from calculators.vllm_capacity import vllm_capacity
+    from calculators.report.capacity import capacity_document
+    from calculators.vllm.capacity import vllm_capacity
     try:
         result = vllm_capacity(model, gpu=gpu, **scenario.capacity_kwargs())
         return capacity_document(model, result, mean_len=scenario.mean_len, p95_len=scenario.p95_len,

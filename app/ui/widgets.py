@@ -31,7 +31,7 @@ def show_math(title: str, math: dict | None) -> None:
 
 def downloads(doc: dict, *, key: str) -> None:
     """JSON (the same document as ``llmcap capacity --json``) and CSV downloads."""
-    from calculators.explain import result_csv
+    from calculators.report.explain_capacity import result_csv
     c1, c2 = st.columns(2)
     c1.download_button("Download JSON (same as llmcap capacity --json)", json.dumps(doc, indent=2) + "\n",
                        file_name="capacity.json", mime="application/json", key=f"{key}_json", on_click="ignore")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.ui import catalog_forms, state
-from calculators.catalog import load_gpus, load_models
+from calculators.specs.catalog import load_gpus, load_models
 from calculators.units import GB, TFLOP, GiB
 
 st.title("Catalog")

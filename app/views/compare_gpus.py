@@ -7,7 +7,7 @@ import streamlit as st
 from app.ui import fleet_charts as fc
 from app.ui import state, widgets
 from calculators.errors import InvalidInputError
-from calculators.fleet import gpu_price
+from calculators.planning.fleet import gpu_price
 
 ctx = state.computed()
 st.title("Compare GPUs")

@@ -7,12 +7,12 @@ import streamlit as st
 
 from app.ui import fleet_charts as fc
 from app.ui import inputs, state, widgets
-from calculators.disagg import plan_disaggregated
 from calculators.errors import InvalidInputError
-from calculators.explain_fleet import math_chain, math_disagg, serve_line
-from calculators.fleet import Workload, fleet_summary, pareto_front, plan_fleet
-from calculators.pools import PoolSpec, plan_pools
-from calculators.quote import quote_document, quote_html, quote_pdf, ranked_csv, ranked_json
+from calculators.planning.disagg import plan_disaggregated
+from calculators.planning.fleet import Workload, fleet_summary, pareto_front, plan_fleet
+from calculators.planning.pools import PoolSpec, plan_pools
+from calculators.report.explain_fleet import math_chain, math_disagg, serve_line
+from calculators.report.quote import quote_document, quote_html, quote_pdf, ranked_csv, ranked_json
 
 TPOT_SWEEP_MS = (20.0, 30.0, 50.0, 75.0, 100.0, 150.0)
 

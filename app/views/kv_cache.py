@@ -4,8 +4,8 @@ from __future__ import annotations
 import streamlit as st
 
 from app.ui import charts, state, widgets
-from calculators import explain
 from calculators.errors import InvalidInputError
+from calculators.report import explain_capacity as explain
 from calculators.scenario import VLLM_RELEASES
 from calculators.units import GiB
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app.ui import perf_charts, perf_state, state, widgets
-from calculators import explain_perf
 from calculators.errors import InvalidInputError
-from calculators.serving import serving_metrics
+from calculators.perf.serving import serving_metrics
+from calculators.report import explain_perf
 
 ctx = state.computed()
 st.title("Latency budget")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.ui import state, widgets
-from calculators import explain
+from calculators.report import explain_capacity as explain
 from calculators.units import GiB
 
 

@@ -13,12 +13,12 @@ import numpy as np
 import streamlit as st
 
 from app.ui import perf, profile_charts, state, widgets
-from calculators import explain_profiles as ex
-from calculators import profile_analysis as pa
-from calculators.calibration import Calibration, calibrate, profile_points
 from calculators.errors import InvalidInputError
+from calculators.perf.calibration import Calibration, calibrate, profile_points
+from calculators.perf.roofline import Roofline
 from calculators.profiles import MAX_PROFILE_BYTES, load_many
-from calculators.roofline import Roofline
+from calculators.profiles import analysis as pa
+from calculators.report import explain_profiles as ex
 
 PROFILE = "measured_profile"
 CANDIDATE = "prof_calibration"

@@ -7,8 +7,8 @@ import json
 import streamlit as st
 
 from app.ui import perf_charts, perf_state, state, widgets
-from calculators import explain_perf
 from calculators.errors import InvalidInputError
+from calculators.report import explain_perf
 
 ctx = state.computed()
 st.title("Roofline & batch size")

@@ -10,10 +10,10 @@ from pathlib import Path
 import streamlit as st
 
 from app.ui import perf, sim_charts, state, widgets
-from calculators import explain_sim
 from calculators.errors import InvalidInputError
-from calculators.simulator import SLO, ContinuousBatching, StaticBatching, continuous_vs_static, simulate
-from calculators.workload_gen import (
+from calculators.report import explain_sim
+from calculators.sim.engine import SLO, ContinuousBatching, StaticBatching, continuous_vs_static, simulate
+from calculators.sim.workload import (
     ClosedLoop,
     Constant,
     Fixed,
@@ -312,8 +312,8 @@ def _seed_experiment(pm) -> None:
 
 
 def _sweep(pm, ctx, trace, num_blocks: int, block_size: int, slo: SLO) -> None:
-    from calculators.perf_report import knee_document
-    from calculators.simulator import sweep_max_num_seqs
+    from calculators.report.perf import knee_document
+    from calculators.sim.engine import sweep_max_num_seqs
     g = st.session_state
     if not st.toggle("Sweep max_num_seqs (knee and SLO point beside the analytic knee)", key="sim_sweep_on"):
         return

@@ -1,9 +1,9 @@
 """Fleet planner and Compare GPUs through AppTest, on the issue's scenario."""
 from __future__ import annotations
 
-from calculators.catalog import get_gpu, get_model
-from calculators.fleet import Workload, plan_fleet
-from calculators.roofline import Efficiencies
+from calculators.perf.roofline import Efficiencies
+from calculators.planning.fleet import Workload, plan_fleet
+from calculators.specs.catalog import get_gpu, get_model
 from tests.app import helpers
 
 make_app = helpers.make_app

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from calculators.catalog import get_gpu, get_model
-from calculators.perf_report import knee_document
-from calculators.roofline import Roofline
+from calculators.perf.roofline import Roofline
+from calculators.report.perf import knee_document
+from calculators.specs.catalog import get_gpu, get_model
 from tests.app import helpers
 from tests.app.helpers import metrics
 

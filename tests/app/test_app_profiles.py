@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from calculators.calibration import Calibration
+from calculators.perf.calibration import Calibration
 from calculators.profiles import load_many
 from tests.app import helpers
 from tests.app.helpers import metrics, permalink
@@ -156,7 +156,7 @@ def test_use_calibration_switches_the_performance_model():
 
         from app.ui import perf
         from app.ui.state import Computed
-        from calculators.calibration import Calibration
+        from calculators.perf.calibration import Calibration
         from calculators.scenario import Scenario
         ctx = Computed(Scenario())
         cal = Calibration("m", "g", 1, 0.42, 0.66, 0.004, 0.01, 3, "f.json")
@@ -170,7 +170,7 @@ def test_use_calibration_switches_the_performance_model():
 
     at = AppTest.from_function(script, default_timeout=30).run()
     assert not at.exception
-    from calculators.roofline import COMPUTE_EFFICIENCY
+    from calculators.perf.roofline import COMPUTE_EFFICIENCY
     assert at.markdown[0].value == repr((COMPUTE_EFFICIENCY, 0.42, 0.66, 0.004, COMPUTE_EFFICIENCY, True, None))
 
 

@@ -18,7 +18,7 @@ from calculators.scenario import (
     scenario_from_query,
     scenario_to_query,
 )
-from calculators.vllm_log import comparison_rows, parse_vllm_log, scenario_updates
+from calculators.vllm.startup_log import comparison_rows, parse_vllm_log, scenario_updates
 from tests.app.helpers import LOG_70B_TP4
 
 
@@ -95,9 +95,9 @@ def test_log_70b_tp4():
 
 
 def test_log_compared_with_prediction():
-    from calculators.capacity_report import capacity_document
-    from calculators.catalog import get_gpu, get_model
-    from calculators.vllm_capacity import vllm_capacity
+    from calculators.report.capacity import capacity_document
+    from calculators.specs.catalog import get_gpu, get_model
+    from calculators.vllm.capacity import vllm_capacity
     m = get_model("meta-llama/Llama-3.1-70B-Instruct")
     s = Scenario(tensor_parallel_size=4).model_copy(update=scenario_updates(parse_vllm_log(LOG_70B_TP4)))
     doc = capacity_document(m, vllm_capacity(m, gpu=get_gpu("H100"), **s.capacity_kwargs()))

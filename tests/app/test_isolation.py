@@ -62,7 +62,7 @@ def test_custom_model_from_a_link_stays_in_its_session(make_app):
 def test_shared_memo_serves_a_second_session_without_computing_again(make_app, monkeypatch):
     """Heavy results are cached per input, not per user, where the inputs are all catalog specs."""
     from app.ui import memo, state
-    from calculators import explain_perf
+    from calculators.report import explain_perf
     calls: list[str] = []
     for module, name in ((state, "_capacity"), (explain_perf, "performance_summary")):
         real = getattr(module, name)
@@ -72,7 +72,7 @@ def test_shared_memo_serves_a_second_session_without_computing_again(make_app, m
     assert not a.exception and not b.exception
     assert helpers.metrics(a) == helpers.metrics(b)
     assert sorted(calls) == ["_capacity", "performance_summary"], "the second session computed again"
-    from calculators.catalog import get_gpu
+    from calculators.specs.catalog import get_gpu
     assert any(f"('gpu', '{get_gpu('H100').id}')" in repr(k) for k in memo.shared_keys("capacity"))
 
 
@@ -97,9 +97,9 @@ def test_custom_specs_and_calibrations_never_reach_the_shared_memo(make_app):
 
 def test_shared_key_refuses_anything_user_provided():
     from app.ui.memo import _NotShareableError, shared_key
-    from calculators.catalog import get_gpu, get_model
-    from calculators.roofline import Efficiencies
+    from calculators.perf.roofline import Efficiencies
     from calculators.scenario import Scenario
+    from calculators.specs.catalog import get_gpu, get_model
     h100 = get_gpu("H100")
     assert shared_key([h100, Efficiencies(), {"tp": 2}]) == (("gpu", h100.id), "default-efficiencies", (("tp", 2),))
     for user in (h100.model_copy(update={"name": "mine"}), Efficiencies(compute=0.5),
@@ -222,7 +222,7 @@ def test_refused_script_name_is_a_plain_warning(make_app):
 
 
 def test_exported_html_escapes_user_text():
-    quote = pytest.importorskip("calculators.quote")
+    quote = pytest.importorskip("calculators.report.quote")
     text = Path(quote.__file__).read_text()
     assert "html.escape" in text  # every user string goes through it (see quote.py's docstring)
 
@@ -230,12 +230,12 @@ def test_exported_html_escapes_user_text():
 def test_capacity_csv_neutralises_formula_cells():
     import csv
 
-    from calculators.capacity_report import capacity_document
-    from calculators.catalog import get_gpu
-    from calculators.explain import csv_cell, result_csv
-    from calculators.hf_config import model_from_config
+    from calculators.report.capacity import capacity_document
+    from calculators.report.explain_capacity import csv_cell, result_csv
     from calculators.scenario import config_from_fields
-    from calculators.vllm_capacity import vllm_capacity
+    from calculators.specs.catalog import get_gpu
+    from calculators.specs.hf_config import model_from_config
+    from calculators.vllm.capacity import vllm_capacity
     evil = "=HYPERLINK(\"http://x\",\"y\")"
     cfg = config_from_fields(id=evil, hidden_size=1024, num_hidden_layers=4, num_attention_heads=8,
                              num_key_value_heads=8, intermediate_size=4096, vocab_size=32000,
@@ -269,7 +269,7 @@ def test_server_config_keeps_its_defences():
 def data_dir(monkeypatch, tmp_path):
     import shutil
 
-    from calculators import catalog
+    from calculators.specs import catalog
     for name in ("gpus.toml", "models.toml"):
         shutil.copy(catalog.DATA_DIR / name, tmp_path / name)
     for p in catalog.DATA_DIR.glob("*.toml"):
@@ -283,7 +283,7 @@ def data_dir(monkeypatch, tmp_path):
 
 
 def _clear_catalog():
-    from calculators import catalog
+    from calculators.specs import catalog
     for fn in (catalog.load_gpus, catalog.load_models, catalog._gpu_index, catalog._model_index):
         fn.cache_clear()
 
@@ -302,8 +302,7 @@ def test_catalog_failure_at_start_up_names_the_file(make_app, data_dir, name, da
 
 
 def test_unexpected_error_shows_an_id_and_logs_the_traceback(make_app, monkeypatch, caplog):
-    from calculators import explain
-
+    from calculators.report import explain_capacity as explain
     def boom(*a, **k):
         raise RuntimeError("secret internal detail")
     monkeypatch.setattr(explain, "concurrency_at", boom)
@@ -320,8 +319,8 @@ def test_unexpected_error_shows_an_id_and_logs_the_traceback(make_app, monkeypat
 
 
 def test_input_error_inside_a_page_is_shown_as_it_is(make_app, monkeypatch):
-    from calculators import explain
     from calculators.errors import InvalidInputError
+    from calculators.report import explain_capacity as explain
 
     def bad(*a, **k):
         raise InvalidInputError("mean_len", -1, "a positive number")

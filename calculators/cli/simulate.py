@@ -1,0 +1,136 @@
+"""``llmcap simulate``: the event simulator of one replica from the command line.
+
+Register with :func:`add_simulate_parser` on the main parser's sub-parsers; bad input raises
+:class:`~calculators.errors.InvalidInputError`, which the main CLI turns into exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from calculators.errors import InvalidInputError
+from calculators.sim.engine import SLO, ContinuousBatching, StaticBatching, kv_blocks, simulate
+from calculators.sim.workload import Fixed, Gamma, LogNormal, Poisson, lognormal_params, make_workload, read_trace
+
+MAX_SIM_REQUESTS = 1_000_000
+
+
+def add_simulate_parser(sub) -> argparse.ArgumentParser:
+    """Add the ``simulate`` sub-command to ``sub`` (an ``add_subparsers`` object) and return it."""
+    p = sub.add_parser("simulate", help="event-simulate one replica: throughput, latency percentiles, preemptions")
+    p.add_argument("--model", required=True, help="catalog id (Hugging Face repo id) or path to a config.json")
+    p.add_argument("--gpu", required=True, help="GPU name or alias (e.g. H100)")
+    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
+    p.add_argument("--request-rate", type=float, help="Poisson arrivals per second (not needed with --trace)")
+    p.add_argument("--arrival-cv", type=float, help="bursty: gamma inter-arrival times with this CV (1 = Poisson)")
+    p.add_argument("--input-len", type=float, help="mean prompt tokens")
+    p.add_argument("--output-len", type=float, help="mean output tokens")
+    p.add_argument("--input-len-p95", type=float)
+    p.add_argument("--output-len-p95", type=float)
+    p.add_argument("--length-dist", choices=["lognormal", "fixed", "trace"],
+                   help="default: lognormal when p95s are given, else fixed")
+    p.add_argument("--trace", help="CSV with arrival_time_s,input_tokens,output_tokens")
+    p.add_argument("--policy", choices=["continuous", "static"], default="continuous")
+    p.add_argument("--max-num-seqs", type=int, default=256, help="continuous: running sequences; static: batch size")
+    p.add_argument("--max-num-batched-tokens", type=int, default=8192)
+    p.add_argument("--max-wait-ms", type=float, default=50.0, help="static batching: longest wait to fill a batch")
+    p.add_argument("--max-model-len", type=int, help="vLLM max_model_len (sizes the KV cache; clips lengths)")
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+    p.add_argument("--prefix-cache-hit-rate", type=float, default=0.0)
+    p.add_argument("--duration-s", type=float, default=300.0, help="arrivals and the simulated clock stop here")
+    p.add_argument("--ttft-slo-ms", type=float, help="TTFT target for goodput")
+    p.add_argument("--tpot-slo-ms", type=float, help="TPOT target for goodput")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_simulate)
+    return p
+
+
+def _lengths(a: argparse.Namespace, which: str, max_len: int | None):
+    mean, p95 = getattr(a, f"{which}_len"), getattr(a, f"{which}_len_p95")
+    if mean is None:
+        raise InvalidInputError(f"{which}_len", None, f"--{which}-len (mean tokens), or --trace")
+    dist = a.length_dist or ("lognormal" if p95 is not None else "fixed")
+    if dist == "lognormal":
+        if p95 is None:
+            raise InvalidInputError(f"{which}_len_p95", None, "a 95th percentile for --length-dist lognormal")
+        lognormal_params(mean, p95, field=f"{which}_len")  # names the flag in errors
+        return LogNormal(mean, p95, max_len)
+    if not math.isfinite(mean) or mean < 1 or mean != int(mean):  # NaN: int() raised ValueError
+        raise InvalidInputError(f"{which}_len", mean, "a whole number of tokens ≥ 1 for fixed lengths")
+    return Fixed(int(mean))
+
+
+def _workload(a: argparse.Namespace, max_len: int | None):
+    if a.length_dist == "trace" or a.trace:
+        if not a.trace:
+            raise InvalidInputError("trace", None, "a CSV file path with --length-dist trace")
+        return read_trace(a.trace)
+    if a.seed < 0:  # numpy's generators raised ValueError("expected non-negative integer")
+        raise InvalidInputError("seed", a.seed, "a whole number ≥ 0")
+    if a.request_rate is None:
+        raise InvalidInputError("request_rate", None, "requests per second (or --trace FILE)")
+    if not a.request_rate > 0:
+        raise InvalidInputError("request_rate", a.request_rate, "a positive number of requests per second")
+    if not a.request_rate * a.duration_s <= MAX_SIM_REQUESTS:  # 4e16 req/s allocated exabytes (MemoryError)
+        raise InvalidInputError("request_rate", a.request_rate,
+                                f"at most {MAX_SIM_REQUESTS:,} requests in --duration-s (rate × duration)")
+    arrivals = Poisson(a.request_rate) if a.arrival_cv is None else Gamma(a.request_rate, a.arrival_cv)
+    return make_workload(arrivals, _lengths(a, "input", max_len), _lengths(a, "output", max_len),
+                         duration_s=a.duration_s, seed=a.seed)
+
+
+def simulate_document(a: argparse.Namespace) -> dict:
+    """Run the simulation the arguments describe and return the JSON document."""
+    from calculators.cli.main import resolve_model
+    from calculators.perf.roofline import Roofline
+    from calculators.specs.catalog import get_gpu
+    model, gpu = resolve_model(a.model), get_gpu(a.gpu)
+    tp = a.tensor_parallel_size
+    num_blocks, block_size = kv_blocks(model, gpu, tensor_parallel_size=tp, max_model_len=a.max_model_len,
+                                       gpu_memory_utilization=a.gpu_memory_utilization)
+    if num_blocks <= 0:
+        return {"fits": False, "message": "the model does not fit: no KV-cache blocks left"}
+    pm = Roofline(model, gpu, tensor_parallel_size=tp, max_num_batched_tokens=a.max_num_batched_tokens)
+    wl = _workload(a, a.max_model_len)
+    if a.policy == "static":
+        pol = StaticBatching(max_batch_size=a.max_num_seqs, max_wait_ms=a.max_wait_ms, num_blocks=num_blocks,
+                             block_size=block_size)
+    else:
+        pol = ContinuousBatching(max_num_seqs=a.max_num_seqs, max_num_batched_tokens=a.max_num_batched_tokens,
+                                 num_blocks=num_blocks, block_size=block_size,
+                                 prefix_cache_hit_rate=a.prefix_cache_hit_rate)
+    slo = SLO(None if a.ttft_slo_ms is None else a.ttft_slo_ms / 1e3,
+              None if a.tpot_slo_ms is None else a.tpot_slo_ms / 1e3)
+    res = simulate(pm, wl, pol, duration_s=a.duration_s, slo=slo)
+    return {"fits": True, "model": model.id, "gpu": gpu.name, "tensor_parallel_size": tp, "num_blocks": num_blocks,
+            "block_size": block_size, **res.summary()}
+
+
+def _text(d: dict) -> str:
+    if not d["fits"]:
+        return d["message"]
+    ms = lambda k: "—" if d.get(k) is None else f"{d[k] * 1e3:.1f}"  # noqa: E731
+    lines = [f"{d['model']} on {d['gpu']} (TP{d['tensor_parallel_size']}), {d['policy']} batching, "
+             f"KV cache {d['num_blocks']} blocks of {d['block_size']} tokens",
+             f"requests: {d['completed']} of {d['arrived']} arrived finished in {d['elapsed_s']:.1f} s "
+             f"({d['stop_reason']}); {d['rejected']} rejected; {d['preemptions']} preemptions",
+             f"throughput: {d['request_throughput_per_s']:.2f} req/s, {d['output_tokens_per_s']:.0f} output tok/s, "
+             f"{d['input_tokens_per_s']:.0f} input tok/s; goodput {d['goodput_requests_per_s']:.2f} req/s",
+             "latency [ms]      mean      p50      p95      p99"]
+    for m in ("ttft", "tpot", "itl", "e2e", "queue_wait"):
+        lines.append(f"  {m:12s} " + " ".join(f"{ms(f'{m}_{s}_s'):>8s}" for s in ("mean", "p50", "p95", "p99")))
+    lines.append(f"mean batch {d['mean_batch_size']:.1f}, mean queue {d['mean_queue_depth']:.1f}, "
+                 f"KV usage mean {d['mean_kv_usage']:.0%} max {d['max_kv_usage']:.0%}")
+    if d["overloaded"]:
+        lines.append(f"OVERLOADED: offered load is {d['overload_factor']:.2f}× the achieved throughput; "
+                     "the queue grew until the time limit")
+    return "\n".join(lines)
+
+
+def cmd_simulate(a: argparse.Namespace) -> int:
+    """Handler of ``llmcap simulate``."""
+    doc = simulate_document(a)
+    print(json.dumps(doc, indent=2) if a.json else _text(doc))
+    return 0

@@ -1,0 +1,210 @@
+"""Parameter counts and weight bytes per GPU, for dense and MoE models, quantised or not.
+
+The model is broken into its linear layers (shape ``in × out``), embeddings, norms and the rotary
+cos/sin cache; each is sized in the chosen weight format and sharded as vLLM shards it
+(column/row-parallel linears split by TP, K/V projections replicated when ``tp > H_kv``, MLA
+down-projections and MoE routers replicated, experts split by TP or by the expert-parallel size,
+vocabulary padded to a multiple of 64 and split by TP, embeddings on the first pipeline stage and
+the LM head on the last). Checked against vLLM's ``Model loading took X GiB`` lines.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from calculators.errors import InvalidInputError
+from calculators.memory.kv_cache import check_tensor_parallel, dtype_bytes, kv_heads_per_rank, pp_layer_partition
+from calculators.specs.schema import ModelSpec
+from calculators.validation import positive_int
+
+VOCAB_PADDING = 64  # vLLM DEFAULT_VOCAB_PADDING_SIZE
+QUANT_GROUP = 128
+#: vLLM's MXFP4 MoE kernels on pre-Blackwell GPUs (Marlin) pad the expert matrices: hidden size
+#: up to a multiple of 256, expert width to a multiple of 128 (gpt-oss-120b: 2880 → 3072 × 2944),
+#: which is why it loads as 65.97 GiB on an H100 rather than 60.8 (case C32).
+MXFP4_PAD_HIDDEN, MXFP4_PAD_EXPERT = 256, 128
+#: Bytes per weight of each format, excluding per-group scales (added in :func:`linear_bytes`).
+QUANTIZATIONS = ("none", "fp8", "int8", "awq", "gptq", "awq-int8", "gptq-int8", "mxfp4", "mxfp4-moe", "nvfp4")
+
+
+@dataclass(frozen=True)
+class Linear:
+    """One linear layer of a decoder block: ``count`` matrices of ``in_features × out_features``.
+
+    ``split`` says how TP shards it: ``"tp"`` (column/row parallel), ``"kv"`` (K/V heads,
+    replicated past ``H_kv``), ``"none"`` (replicated) or ``"experts"`` (TP or EP).
+    """
+
+    in_features: int
+    out_features: int
+    count: float
+    split: str
+    quantized: bool
+    bias: bool = False
+
+
+def _attention(m: ModelSpec) -> list[Linear]:
+    h, H, d = m.hidden_size, m.num_attention_heads, m.head_dim
+    if m.is_mla:
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        q = ([Linear(h, m.q_lora_rank, 1, "none", True), Linear(m.q_lora_rank, H * qk, 1, "tp", True)]
+             if m.q_lora_rank else [Linear(h, H * qk, 1, "tp", True)])
+        return q + [Linear(h, m.kv_lora_rank + m.qk_rope_head_dim, 1, "none", True),
+                    Linear(m.kv_lora_rank, H * (m.qk_nope_head_dim + m.v_head_dim), 1, "tp", True),
+                    Linear(H * m.v_head_dim, h, 1, "tp", True)]
+    kv = m.num_key_value_heads * d
+    return [Linear(h, H * d, 1, "tp", True, m.attention_bias), Linear(h, kv, 2, "kv", True, m.attention_bias),
+            Linear(H * d, h, 1, "tp", True, m.attention_bias and m.architecture.startswith("GptOss"))]
+
+
+def _ffn(m: ModelSpec, layer: int) -> list[Linear]:
+    h, mats = m.hidden_size, 3 if m.gated_mlp else 2
+    if layer not in m.moe_layers:
+        return [Linear(h, m.intermediate_size, mats, "tp", True)]
+    bias = m.architecture.startswith("GptOss")
+    out = [Linear(h, m.num_experts, 1, "none", False, bias),
+           Linear(h, m.moe_intermediate_size, mats * m.num_experts, "experts", True, bias)]
+    if m.shared_expert_intermediate_size:
+        out.append(Linear(h, m.shared_expert_intermediate_size, mats, "tp", True))
+    return out
+
+
+def decoder_layer(m: ModelSpec, layer: int) -> list[Linear]:
+    """The linear layers of decoder layer ``layer`` (attention, then FFN or MoE)."""
+    return _attention(m) + _ffn(m, layer)
+
+
+def linear_bytes(lin: Linear, quantization: str, act_bytes: int) -> float:
+    """Bytes of one linear's weights (all ``count`` matrices) in a weight format [bytes].
+
+    fp8: 1 B/weight + fp32 scale per 128×128 block; int8: 1 B + fp32 per output channel;
+    AWQ/GPTQ b-bit, group g: b/8 B + (fp16 scale + b-bit zero) per group per column;
+    MXFP4: 4 bits + one E8M0 byte per 32; NVFP4: 4 bits + one fp8 byte per 16. Biases stay
+    in the activation dtype.
+    """
+    n = lin.in_features * lin.out_features
+    q = quantization if lin.quantized else "none"
+    if q == "mxfp4-moe":
+        q = "mxfp4" if lin.split == "experts" else "none"
+    if q == "mxfp4" and lin.split == "experts":
+        n = _round_up(lin.in_features, MXFP4_PAD_HIDDEN) * _round_up(lin.out_features, MXFP4_PAD_EXPERT)
+    groups = -(-lin.in_features // QUANT_GROUP) * lin.out_features
+    per_matrix = {
+        "none": n * act_bytes,
+        "fp8": n + 4 * -(-lin.in_features // 128) * -(-lin.out_features // 128),
+        "int8": n + 4 * lin.out_features,
+        "awq": n / 2 + groups * 2.5, "gptq": n / 2 + groups * 2.5,
+        "awq-int8": n + groups * 3, "gptq-int8": n + groups * 3,
+        "mxfp4": n * (0.5 + 1 / 32),
+        "nvfp4": n * (0.5 + 1 / 16),
+    }[q]
+    return lin.count * (per_matrix + (lin.out_features * act_bytes if lin.bias else 0))
+
+
+def _round_up(x: int, multiple: int) -> int:
+    return -(-x // multiple) * multiple
+
+
+def _shard(lin: Linear, m: ModelSpec, tp: np.ndarray, ep: np.ndarray | None) -> np.ndarray:
+    """Fraction of a linear that one GPU holds."""
+    if lin.split == "tp":
+        return 1 / tp
+    if lin.split == "kv":
+        return kv_heads_per_rank(m.num_key_value_heads, tp) / m.num_key_value_heads
+    if lin.split == "experts":
+        return 1 / (tp if ep is None else ep)
+    return np.ones_like(tp, dtype=np.float64)
+
+
+def resolve_quantization(model: ModelSpec, quantization: str | None) -> str:
+    """The weight format in use: the user's choice, else the checkpoint's, else none."""
+    q = (quantization or model.quantization or "none").lower()
+    if q in ("auto", "bf16", "fp16", "bfloat16", "float16"):
+        q = model.quantization or "none"
+    if q == "mxfp4" and model.quantization == "mxfp4-moe":
+        q = "mxfp4-moe"
+    if q not in QUANTIZATIONS:
+        raise InvalidInputError("quantization", quantization, f"one of {', '.join(QUANTIZATIONS)}")
+    return q
+
+
+SPLITS = ("tp", "kv", "none", "experts")
+
+
+@lru_cache(maxsize=1024)
+def stage_linear_sums(model: ModelSpec, quantization: str, act_bytes: int, first: int,
+                      count: int) -> dict[str, tuple[float, float]]:
+    """``{split: (bytes, parameters)}`` of the linears of layers ``first … first + count − 1``.
+
+    Bytes are in the weight format; parameters count weights only (for FLOP). Cached per model:
+    the per-GPU figures for any TP size are then a few array operations (see :func:`shard`).
+    """
+    sums = {k: [0.0, 0.0] for k in SPLITS}
+    for layer in range(first, first + count):
+        for lin in decoder_layer(model, layer):
+            sums[lin.split][0] += linear_bytes(lin, quantization, act_bytes)
+            sums[lin.split][1] += lin.count * lin.in_features * lin.out_features
+    return {k: (v[0], v[1]) for k, v in sums.items()}
+
+
+def shard(model: ModelSpec, split: str, tp: np.ndarray, ep: np.ndarray | None = None) -> np.ndarray:
+    """Fraction of a linear of this split that one GPU holds (see :class:`Linear`)."""
+    return _shard(Linear(1, 1, 1, split, False), model, tp, ep)
+
+
+def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike = 1,
+                           pipeline_parallel_size: int = 1, quantization: str | None = None,
+                           dtype: str = "auto", expert_parallel_size: ArrayLike | None = None) -> np.ndarray:
+    """Weight bytes on one GPU of each pipeline stage [bytes], shape ``(pp, *broadcast(tp))``.
+
+    ``expert_parallel_size`` (vLLM ``--enable-expert-parallel``: TP × DP) puts whole experts on
+    each GPU instead of slicing every expert by TP.
+    """
+    tp = check_tensor_parallel(model, tensor_parallel_size).astype(np.float64)
+    ep = None if expert_parallel_size is None else positive_int("expert_parallel_size", expert_parallel_size)
+    q = resolve_quantization(model, quantization)
+    s = dtype_bytes(model.torch_dtype if dtype == "auto" else dtype)
+    vocab_rank = np.ceil(np.ceil(model.vocab_size / VOCAB_PADDING) * VOCAB_PADDING / tp)
+    embed = vocab_rank * model.hidden_size * s
+    h = model.hidden_size
+    norms_per_layer = 2 * h * (2 if model.norm_bias else 1) + (model.kv_lora_rank or 0) + (model.q_lora_rank or 0)
+    rope = model.rope_cache_positions * model.rotary_dim * s * model.num_rope_caches
+    parts = pp_layer_partition(model.num_hidden_layers, pipeline_parallel_size)
+    stages, first = [], 0
+    for i, n in enumerate(parts):
+        sums = stage_linear_sums(model, q, s, first, n)
+        total = np.zeros_like(tp) + rope + n * norms_per_layer * s
+        for split, (nbytes, _) in sums.items():
+            total = total + nbytes * shard(model, split, tp, ep)
+        if i == 0:
+            total = total + embed
+        if i == len(parts) - 1:
+            total = total + h * s + (embed if (not model.tie_word_embeddings or len(parts) > 1) else 0)
+        stages.append(total)
+        first += n
+    return np.stack(stages)
+
+
+def weight_bytes_per_gpu(model: ModelSpec, **kw) -> np.ndarray:
+    """Weight bytes on the most loaded GPU [bytes]; arguments as :func:`weight_bytes_per_stage`."""
+    return weight_bytes_per_stage(model, **kw).max(axis=0)
+
+
+def parameter_counts(model: ModelSpec) -> dict[str, float]:
+    """Total and active parameters [count], from the architecture.
+
+    Active = everything but the routed experts, plus ``top_k / E`` of them. Embeddings and the
+    LM head count once each (once in all if tied). Norms and biases included.
+    """
+    embed = model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
+    total = active = float(embed + model.hidden_size)
+    for layer in range(model.num_hidden_layers):
+        for lin in decoder_layer(model, layer):
+            n = lin.count * (lin.in_features * lin.out_features + (lin.out_features if lin.bias else 0))
+            total += n
+            active += n * (model.num_experts_per_tok / model.num_experts if lin.split == "experts" else 1)
+    norms = model.num_hidden_layers * (2 * model.hidden_size + (model.kv_lora_rank or 0) + (model.q_lora_rank or 0))
+    return {"total": total + norms, "active": active + norms, "embedding": float(embed)}

@@ -1,0 +1,277 @@
+"""Analytic (roofline) performance model: decode step and prefill time from datasheet peaks.
+
+Decode at batch ``B`` and context ``C`` (shared/DESIGN.md §4, issue 4)::
+
+    bytes = dense weights + expert weights · (1 − (1 − k/E)^B)      (experts a batch touches)
+            + B · KV bytes of a sequence of C tokens (windowed layers capped)
+    FLOP  = B · (2 · active parameters + attention FLOP growing with C)
+    time  = max(FLOP / (peak · eff_c), bytes / (bandwidth · eff_m))
+            + TP all-reduce (2 per layer; ring 2(tp−1)/tp · bytes / link + latency) + fixed overhead
+
+With pipeline parallelism every figure is per stage, the ``m`` micro-batches of a step take
+``(m + pp − 1)`` stage times (bubble ``(pp − 1)/(pp − 1 + m)``) plus ``pp − 1`` hand-offs.
+Everything broadcasts over NumPy arrays of ``tensor_parallel_size``, batch and context.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from calculators.errors import InvalidInputError
+from calculators.memory.kv_cache import (
+    check_tensor_parallel,
+    dtype_bytes,
+    kv_bytes_per_token_per_layer,
+    layer_window,
+    pp_layer_partition,
+)
+from calculators.memory.weights import resolve_quantization, shard, stage_linear_sums, weight_bytes_per_gpu
+from calculators.perf.model import StepTimeMixin
+from calculators.specs.schema import GPUSpec, ModelSpec
+from calculators.validation import fraction, positive, positive_int
+
+#: Achievable share of dense peak FLOP/s in large matmuls: 60–90 % (shared/reference/specs.md §1);
+#: a bf16 8192³ product ran at ≈ 80 % on an H200 here (specs.md, "Observed").
+COMPUTE_EFFICIENCY = 0.7
+#: Achievable share of HBM bandwidth: NVIDIA aiconfigurator's empirical 0.8 (specs.md §1).
+MEMORY_EFFICIENCY = 0.8
+#: Per-step fixed cost of a serving engine (scheduling, sampling, kernel launches under CUDA
+#: graphs), fitted by hand to the median of shared/fixtures/measured/published.json.
+STEP_OVERHEAD_S = 2.0e-3
+#: Latency of one all-reduce of a small message within a node (NCCL/custom all-reduce, ≈ 5–20 µs).
+ALLREDUCE_LATENCY_S = 10e-6
+#: Latency of one pipeline-stage hand-off.
+PP_HANDOFF_LATENCY_S = 20e-6
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
+
+
+@dataclass(frozen=True)
+class Efficiencies:
+    """The roofline's tunable constants (defaults above, with their sources)."""
+
+    compute: float = COMPUTE_EFFICIENCY
+    memory: float = MEMORY_EFFICIENCY
+    step_overhead_s: float = STEP_OVERHEAD_S
+    allreduce_latency_s: float = ALLREDUCE_LATENCY_S
+
+    def __post_init__(self) -> None:
+        fraction("compute_efficiency", self.compute)
+        fraction("memory_efficiency", self.memory)
+        for name in ("step_overhead_s", "allreduce_latency_s"):
+            v = np.asarray(getattr(self, name), dtype=np.float64)
+            if not np.all(np.isfinite(v) & (v >= 0)):
+                raise InvalidInputError(name, v.tolist(), "a non-negative number of seconds")
+
+
+def compute_dtype(gpu: GPUSpec, quantization: str, model_dtype: str) -> str:
+    """The tensor-core dtype the matmuls run in: fp8/int8 weights-and-activations use their own
+    rate, FP4 formats use fp4 where the GPU has it, weight-only int4 dequantises to fp16."""
+    want = {"fp8": "fp8", "int8": "int8", "nvfp4": "fp4", "mxfp4": "fp4", "mxfp4-moe": "bf16",
+            "awq": "fp16", "gptq": "fp16", "awq-int8": "fp16", "gptq-int8": "fp16"}.get(
+        quantization, "fp16" if model_dtype == "float16" else "bf16")
+    for dtype in (want, "bf16", "fp16"):
+        if dtype in gpu.peak_flop_per_s:
+            return dtype
+    raise InvalidInputError("gpu", gpu.id, "a GPU with a bf16 or fp16 tensor-core rate")
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    """Per-GPU, per-stage terms of the step-time formula (arrays over ``tensor_parallel_size``)."""
+
+    dense_weight_bytes: np.ndarray
+    expert_weight_bytes: np.ndarray
+    expert_hit_fraction: float
+    kv_full_bytes_per_token: np.ndarray
+    kv_window_bytes_per_token: np.ndarray
+    window_tokens: float
+    linear_flop_per_token: np.ndarray
+    attn_full_flop_per_token_ctx: np.ndarray
+    attn_window_flop_per_token_ctx: np.ndarray
+    peak_flop_per_s: float
+    bandwidth_bytes_per_s: float
+    allreduce_bytes_per_token: float
+    link_bytes_per_s: float
+    layers_per_stage: int
+    tp: np.ndarray
+    pp: int
+
+
+@dataclass(frozen=True)
+class Roofline(StepTimeMixin):
+    """The analytic performance model for one model on one GPU type.
+
+    ``tensor_parallel_size`` may be an array; every method then broadcasts over it too.
+    """
+
+    model: ModelSpec
+    gpu: GPUSpec
+    tensor_parallel_size: ArrayLike = 1
+    pipeline_parallel_size: int = 1
+    quantization: str | None = None
+    dtype: str = "auto"
+    kv_cache_dtype: str = "auto"
+    efficiencies: Efficiencies = field(default_factory=Efficiencies)
+    micro_batches: int | None = None
+    max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS
+    coefficients: Coefficients = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "coefficients", _coefficients(self))
+
+    @property
+    def dtype_used(self) -> str:
+        m = self.model
+        return compute_dtype(self.gpu, resolve_quantization(m, self.quantization),
+                             m.torch_dtype if self.dtype == "auto" else self.dtype)
+
+    @property
+    def num_gpus(self) -> np.ndarray:
+        return np.asarray(self.tensor_parallel_size) * self.pipeline_parallel_size
+
+    def decode_breakdown(self, batch_size: ArrayLike, context_tokens: ArrayLike) -> dict[str, np.ndarray]:
+        """Decode step at ``batch_size`` sequences of ``context_tokens`` each, term by term [s]."""
+        b = positive("batch_size", batch_size)
+        ctx = positive("context_tokens", context_tokens)
+        return decode_terms(self.coefficients, self.efficiencies, b, ctx, self._micro_batches())
+
+    def decode_step_time_s(self, batch_size: ArrayLike, context_tokens: ArrayLike) -> np.ndarray:
+        """Time of one decode step of the whole batch [s]."""
+        return self.decode_breakdown(batch_size, context_tokens)["step_s"]
+
+    def prefill_time_s(self, prompt_tokens: ArrayLike, num_prompts: ArrayLike = 1) -> np.ndarray:
+        """Time to prefill ``num_prompts`` prompts of ``prompt_tokens`` each [s], in chunks of
+        ``max_num_batched_tokens``, with the causal attention term ``∝ P²/2``."""
+        p = positive("prompt_tokens", prompt_tokens)
+        n = positive("num_prompts", num_prompts)
+        return prefill_terms(self.coefficients, self.efficiencies, p, n, self.max_num_batched_tokens)["time_s"]
+
+    def _micro_batches(self) -> int:
+        return int(positive_int("micro_batches", self.micro_batches or self.pipeline_parallel_size, scalar=True))
+
+
+def _coefficients(r: Roofline) -> Coefficients:
+    m, g = r.model, r.gpu
+    tp = check_tensor_parallel(m, r.tensor_parallel_size).astype(np.float64)
+    pp = int(positive_int("pipeline_parallel_size", r.pipeline_parallel_size, scalar=True))
+    q = resolve_quantization(m, r.quantization)
+    s = dtype_bytes(m.torch_dtype if r.dtype == "auto" else r.dtype)
+    if np.any(tp > 1) and g.scale_up_bytes_per_s_per_direction <= 0:
+        raise InvalidInputError("tensor_parallel_size", r.tensor_parallel_size, f"1: {g.id} has no scale-up link")
+    layers = max(pp_layer_partition(m.num_hidden_layers, pp))
+    frac = layers / m.num_hidden_layers
+    sums = stage_linear_sums(m, q, s, 0, m.num_hidden_layers)
+    experts = sums["experts"][0] * shard(m, "experts", tp) * frac
+    total = weight_bytes_per_gpu(m, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=q,
+                                 dtype=r.dtype)
+    hit = m.num_experts_per_tok / m.num_experts if m.is_moe else 0.0
+    params = sum(sums[k][1] * shard(m, k, tp) for k in ("tp", "kv", "none")) + sums["experts"][1] * hit / tp
+    lm_head = 2 * m.hidden_size * m.vocab_size / tp
+    per_layer_kv = kv_bytes_per_token_per_layer(m, tensor_parallel_size=tp, kv_cache_dtype=r.kv_cache_dtype,
+                                                dtype=r.dtype).astype(np.float64)
+    windowed = [t for t in m.layer_types if t != "full_attention"]
+    n_win = len(windowed) * frac
+    n_full = m.num_hidden_layers * frac - n_win
+    heads = m.num_attention_heads / tp
+    attn = 2 * heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim) if m.is_mla else 4 * heads * m.head_dim
+    return Coefficients(
+        dense_weight_bytes=total - experts, expert_weight_bytes=experts, expert_hit_fraction=hit,
+        kv_full_bytes_per_token=per_layer_kv * n_full, kv_window_bytes_per_token=per_layer_kv * n_win,
+        window_tokens=layer_window(m, windowed[0]) if windowed else np.inf,
+        linear_flop_per_token=2 * params * frac + lm_head / pp,
+        attn_full_flop_per_token_ctx=attn * n_full, attn_window_flop_per_token_ctx=attn * n_win,
+        peak_flop_per_s=g.peak_flop_per_s[r.dtype_used], bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s,
+        allreduce_bytes_per_token=m.hidden_size * s, link_bytes_per_s=g.scale_up_bytes_per_s_per_direction,
+        layers_per_stage=layers, tp=tp, pp=pp)
+
+
+def _allreduce_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.ndarray:
+    """Two ring all-reduces per layer: ``2(tp−1)/tp · bytes / link + latency`` each."""
+    link = np.where(np.asarray(c.link_bytes_per_s) > 0, c.link_bytes_per_s, np.inf)
+    one = 2 * (c.tp - 1) / c.tp * tokens * c.allreduce_bytes_per_token / link + e.allreduce_latency_s
+    return np.where(c.tp > 1, 2 * c.layers_per_stage * one, 0.0)
+
+
+def decode_terms(c: Coefficients, e: Efficiencies, batch: np.ndarray, ctx: np.ndarray,
+                 micro_batches: int) -> dict[str, np.ndarray]:
+    """The decode step split into its terms [s] (see the module docstring)."""
+    b = np.asarray(batch, dtype=np.float64) / micro_batches
+    ctx = np.asarray(ctx, dtype=np.float64)
+    win = np.minimum(ctx, c.window_tokens)
+    touched = 1 - (1 - c.expert_hit_fraction) ** b
+    mem_bytes = (c.dense_weight_bytes + c.expert_weight_bytes * touched
+                 + b * (c.kv_full_bytes_per_token * ctx + c.kv_window_bytes_per_token * win))
+    flop = b * (c.linear_flop_per_token + c.attn_full_flop_per_token_ctx * ctx
+                + c.attn_window_flop_per_token_ctx * win)
+    compute_s = flop / (c.peak_flop_per_s * e.compute)
+    memory_s = mem_bytes / (c.bandwidth_bytes_per_s * e.memory)
+    comm_s = _allreduce_s(c, e, b)
+    stages = micro_batches + c.pp - 1
+    handoff = (c.pp - 1) * (b * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
+                            + PP_HANDOFF_LATENCY_S)
+    step = stages * (np.maximum(compute_s, memory_s) + comm_s) + handoff + e.step_overhead_s
+    return {"compute_s": compute_s, "memory_s": memory_s, "allreduce_s": comm_s * stages,
+            "overhead_s": np.full_like(step, e.step_overhead_s), "step_s": step, "flop": flop, "bytes": mem_bytes,
+            "bubble_fraction": (c.pp - 1) / stages + 0 * step,
+            "memory_bound": memory_s >= compute_s}
+
+
+def prefill_terms(c: Coefficients, e: Efficiencies, prompt: np.ndarray, prompts: np.ndarray,
+                  max_num_batched_tokens: int) -> dict[str, np.ndarray]:
+    """Prefill of ``prompts`` prompts of ``prompt`` tokens, chunked by the token budget [s]."""
+    p = np.asarray(prompt, dtype=np.float64)
+    n = np.asarray(prompts, dtype=np.float64)
+    tokens = n * p
+    chunks = np.ceil(tokens / max_num_batched_tokens)
+    w = np.minimum(p, c.window_tokens)
+    causal_full = p * (p + 1) / 2
+    causal_win = w * (w + 1) / 2 + (p - w) * w
+    flop = (tokens * c.linear_flop_per_token
+            + n * (c.attn_full_flop_per_token_ctx * causal_full + c.attn_window_flop_per_token_ctx * causal_win))
+    touched = 1 - (1 - c.expert_hit_fraction) ** (tokens / chunks)
+    mem = (chunks * (c.dense_weight_bytes + c.expert_weight_bytes * touched)
+           + tokens * (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token))
+    compute_s = flop / (c.peak_flop_per_s * e.compute)
+    memory_s = mem / (c.bandwidth_bytes_per_s * e.memory)
+    per_chunk = _allreduce_s(c, e, tokens / chunks) + e.step_overhead_s
+    handoff = (c.pp - 1) * (tokens * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
+                            + PP_HANDOFF_LATENCY_S)
+    time = c.pp * np.maximum(compute_s, memory_s) + chunks * per_chunk * c.pp + handoff
+    return {"compute_s": compute_s * c.pp, "memory_s": memory_s * c.pp, "time_s": time,
+            "memory_bound": memory_s >= compute_s}
+
+
+def ridge_point(gpu: GPUSpec, dtype: str = "bf16") -> float:
+    """Arithmetic intensity where a kernel turns compute-bound [FLOP/byte] = peak ÷ bandwidth.
+
+    A100-80GB bf16: 312 TFLOP/s ÷ 2.039 TB/s ≈ 153; H100 SXM: 989.4 ÷ 3.35 ≈ 295.
+    """
+    if dtype not in gpu.peak_flop_per_s:
+        raise InvalidInputError("dtype", dtype, f"one of {', '.join(gpu.peak_flop_per_s)} for {gpu.id}")
+    return gpu.peak_flop_per_s[dtype] / gpu.memory_bandwidth_bytes_per_s
+
+
+def crossover_batch_size(r: Roofline, context_tokens: ArrayLike, *, max_batch: float = 1e7) -> np.ndarray:
+    """Smallest decode batch at which compute time reaches memory time, per context [sequences].
+
+    ``inf`` where KV reads keep decode memory-bound at every batch size (each extra sequence adds
+    more bytes than FLOP relative to the ridge), ``1`` where even one sequence is compute-bound.
+    Vectorised bisection in log space (60 halvings).
+    """
+    ctx = np.asarray(positive("context_tokens", context_tokens), dtype=np.float64)
+    c, e = r.coefficients, r.efficiencies
+
+    def gap(b: np.ndarray) -> np.ndarray:
+        t = decode_terms(c, e, b, ctx, 1)
+        return t["compute_s"] - t["memory_s"]
+
+    shape = np.broadcast_shapes(ctx.shape, c.tp.shape)
+    lo, hi = np.zeros(shape), np.full(shape, np.log(max_batch))
+    never, always = gap(np.exp(hi)) < 0, gap(np.ones(shape)) >= 0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        below = gap(np.exp(mid)) < 0
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return np.where(never, np.inf, np.where(always, 1.0, np.exp(hi)))

@@ -1,0 +1,68 @@
+"""One vectorised call over models × GPUs × TP × weight formats × batch × context."""
+from __future__ import annotations
+
+from dataclasses import fields
+
+import numpy as np
+import pandas as pd
+
+from calculators.errors import InvalidInputError
+from calculators.perf.roofline import Coefficients, Efficiencies, Roofline, decode_terms
+from calculators.specs.schema import GPUSpec, ModelSpec
+
+
+def stack_coefficients(parts: list[Coefficients]) -> Coefficients:
+    """Concatenate per-configuration coefficients into one set of 1-D arrays."""
+    def col(name: str) -> np.ndarray:
+        return np.concatenate([np.broadcast_to(np.asarray(getattr(p, name), dtype=np.float64), p.tp.shape).ravel()
+                               for p in parts])
+    return Coefficients(**{f.name: col(f.name) for f in fields(Coefficients)})
+
+
+def decode_sweep(models: list[ModelSpec], gpus: list[GPUSpec], tensor_parallel_sizes: list[int],
+                 batch_sizes: np.ndarray, context_lens: np.ndarray, *, quantizations: tuple[str, ...] = ("none",),
+                 efficiencies: Efficiencies | None = None) -> pd.DataFrame:
+    """Decode step time, throughput and bound at every combination — a tidy DataFrame.
+
+    TP sizes a model cannot use (heads that do not divide) and GPUs without a scale-up link at
+    TP > 1 are left out. The configurations are enumerated once; the formula is evaluated in one
+    broadcast over (configuration, batch, context).
+    """
+    e = efficiencies or Efficiencies()
+    parts, labels = [], []
+    for m in models:
+        tps = [t for t in tensor_parallel_sizes if m.num_attention_heads % t == 0 and
+               (m.is_mla or (m.num_key_value_heads % t == 0 if t <= m.num_key_value_heads
+                             else t % m.num_key_value_heads == 0))]
+        for g in gpus:
+            use = tps if g.scale_up_bytes_per_s_per_direction > 0 else [t for t in tps if t == 1]
+            for q in quantizations:
+                if not use:
+                    continue
+                r = Roofline(m, g, tensor_parallel_size=np.array(use), quantization=q, efficiencies=e)
+                parts.append(r.coefficients)
+                labels += [(m.id, g.id, q, t) for t in use]
+    if not parts:
+        raise InvalidInputError("tensor_parallel_size", tensor_parallel_sizes, "a size every model can use")
+    c = stack_coefficients(parts)
+    b = np.asarray(batch_sizes, dtype=np.float64)[None, :, None]
+    ctx = np.asarray(context_lens, dtype=np.float64)[None, None, :]
+    t = decode_terms(_expand(c), e, b, ctx, 1)
+    step = t["step_s"]
+    shape = step.shape
+    cfg = np.arange(len(labels))[:, None, None]
+    idx = np.broadcast_to(cfg, shape).ravel()
+    lab = np.array(labels, dtype=object)
+    return pd.DataFrame({
+        "model": lab[idx, 0], "gpu": lab[idx, 1], "quantization": lab[idx, 2],
+        "tensor_parallel_size": lab[idx, 3].astype(int),
+        "batch_size": np.broadcast_to(b, shape).ravel(), "context_tokens": np.broadcast_to(ctx, shape).ravel(),
+        "decode_step_s": step.ravel(), "output_tokens_per_s": (b / step).ravel(),
+        "output_tokens_per_s_per_gpu": (b / step / c.tp[:, None, None] / c.pp[:, None, None]).ravel(),
+        "bound": np.where(t["memory_bound"], "memory", "compute").ravel(),
+    })
+
+
+def _expand(c: Coefficients) -> Coefficients:
+    """Give every coefficient a trailing (batch, context) axis pair for broadcasting."""
+    return Coefficients(**{f.name: np.asarray(getattr(c, f.name))[:, None, None] for f in fields(Coefficients)})

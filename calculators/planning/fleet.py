@@ -1,0 +1,331 @@
+"""Fleet planner: layouts (TP × PP, EP for MoE) per GPU type, replicas for a load under an SLO, cost.
+
+For each layout the chain is: memory fit (vLLM accounting) → KV capacity → every batch size up to
+the KV limit (vectorised) → TPOT and throughput from the performance model → replicas for the
+load at a utilisation cap → p99 TTFT from queueing (each replica an M/G/c queue with ``c`` = batch
+slots and service time = end-to-end latency; Allen–Cunneen) → more replicas if the TTFT target
+needs them → GPUs, nodes, $/hour, $/1M tokens. The cheapest batch that meets the SLO wins.
+
+Cost split: the replica's GPU time is divided between prefill and decode by their shares of a
+request cycle; input tokens carry the prefill share, output tokens the decode share.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from calculators.errors import InvalidInputError
+from calculators.memory.kv_cache import check_tensor_parallel
+from calculators.perf.roofline import Efficiencies, Roofline
+from calculators.perf.serving import serving_metrics
+from calculators.planning.queueing import max_arrival_rate_for_wait
+from calculators.specs.schema import GPUSpec, ModelSpec
+from calculators.validation import fraction, positive
+from calculators.vllm.capacity import request_blocks, vllm_capacity
+
+TP_SIZES = (1, 2, 4, 8, 16)
+PP_SIZES = (1, 2, 4)
+UTILISATION_CAP = 0.8
+SECONDS_PER_HOUR = 3600.0
+
+
+#: Largest value each Workload field accepts (the app's input limits; far beyond any real deployment).
+LIMITS = {"request_rate_per_s": 1e7, "input_len": 1e7, "output_len": 1e7, "ttft_p99_s": 1e6, "tpot_p99_s": 1e6,
+          "input_len_p95": 1e7, "output_len_p95": 1e7}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The traffic to serve and its latency targets (SI units)."""
+
+    request_rate_per_s: float
+    input_len: float
+    output_len: float
+    ttft_p99_s: float | None = None
+    tpot_p99_s: float | None = None
+    input_len_p95: float | None = None
+    output_len_p95: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, top in LIMITS.items():  # upper bounds: 1e308 tokens would overflow to inf downstream
+            value = getattr(self, name)
+            if value is None and name not in ("request_rate_per_s", "input_len", "output_len"):
+                continue
+            low = 1.0 if name.endswith(("_len", "_p95")) else 1e-6  # 1e-300 tokens divided by zero downstream
+            if not low <= positive(name, value) <= top:
+                raise InvalidInputError(name, value, f"a number from {low:g} to {top:g}")
+
+    @property
+    def longest_len(self) -> int:
+        """Prompt + output of a long (p95) request [tokens]: what the KV cache must hold per slot."""
+        return int(math.ceil((self.input_len_p95 or self.input_len) + (self.output_len_p95 or self.output_len)))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One way to shard the model: a replica is ``tp × pp`` GPUs of one type."""
+
+    gpu: GPUSpec
+    tensor_parallel_size: int
+    pipeline_parallel_size: int = 1
+    expert_parallel: bool = False
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+
+@dataclass
+class LayoutPlan:
+    """A sized layout: how it fits, what it delivers, how many, what it costs (SI units, USD)."""
+
+    gpu: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    expert_parallel: bool
+    fits: bool
+    meets_slo: bool
+    message: str
+    failure_domain_gpus: int
+    kv_cache_tokens: int = 0
+    kv_batch_limit: int = 0
+    batch_size: int = 0
+    ttft_s: float | None = None
+    ttft_p99_s: float | None = None
+    tpot_s: float | None = None
+    e2e_latency_s: float | None = None
+    allreduce_s: float | None = None
+    bubble_fraction: float | None = None
+    replica_requests_per_s: float | None = None
+    output_tokens_per_s: float | None = None
+    output_tokens_per_s_per_gpu: float | None = None
+    tokens_per_s_per_user: float | None = None
+    replicas: int = 0
+    total_gpus: int = 0
+    nodes: int = 0
+    utilisation: float | None = None
+    usd_per_gpu_hour: float | None = None
+    price_source: str = ""
+    usd_per_hour: float | None = None
+    usd_per_million_input_tokens: float | None = None
+    usd_per_million_output_tokens: float | None = None
+    usd_per_million_tokens: float | None = None
+    prefill_share: float | None = None
+    vllm_serve: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def gpu_price(gpu: GPUSpec, override: float | None = None) -> tuple[float | None, str]:
+    """USD per GPU-hour: the user's figure, else the median of the catalog's on-demand prices."""
+    if override is not None:
+        if positive("usd_per_gpu_hour", override) > 1e6:  # 1e308 × a tiny share of an hour is inf × 0 = NaN
+            raise InvalidInputError("usd_per_gpu_hour", override, "a positive price up to 1e6 USD per GPU-hour")
+        return float(override), "given"
+    prices = [p for p in gpu.prices if "serverless" not in (p.note + p.provider).lower()] or list(gpu.prices)
+    if not prices:
+        return None, "no price in the catalog"
+    value = statistics.median(p.usd_per_gpu_hour for p in prices)
+    return value, f"median of {len(prices)} listed prices ({', '.join(sorted({p.provider for p in prices}))})"
+
+
+def enumerate_layouts(model: ModelSpec, gpus: list[GPUSpec], *, max_pp: int = 4) -> list[Layout]:
+    """TP within a node (the heads must divide), PP across nodes, EP for MoE when TP > 1."""
+    out = []
+    for g in gpus:
+        for tp in TP_SIZES:
+            if tp > g.gpus_per_node or (tp > 1 and g.scale_up_bytes_per_s_per_direction <= 0):
+                continue
+            try:
+                check_tensor_parallel(model, tp)
+            except InvalidInputError:
+                continue
+            for pp in (p for p in PP_SIZES if p <= max_pp and p <= model.num_hidden_layers):
+                out.append(Layout(g, tp, pp, expert_parallel=model.is_moe and tp > 1))
+    return out
+
+
+def _nodes(layout: Layout, replicas: int) -> int:
+    per_node = layout.gpu.gpus_per_node
+    if layout.gpus_per_replica <= per_node:
+        return math.ceil(replicas / (per_node // layout.gpus_per_replica))
+    return replicas * math.ceil(layout.gpus_per_replica / per_node)
+
+
+def _service_cv(w: Workload) -> float:
+    """Coefficient of variation of the service time, taken as that of the output length: 0 for
+    fixed lengths; from the log-normal through the mean and p95 otherwise."""
+    if not w.output_len_p95 or w.output_len_p95 <= w.output_len:
+        return 0.0
+    c = math.log(w.output_len_p95 / w.output_len)
+    disc = 1.6448536269514722**2 - 2 * c
+    sigma = 1.6448536269514722 - math.sqrt(disc) if disc >= 0 else 1.6448536269514722
+    return math.sqrt(math.expm1(sigma**2))
+
+
+def batch_candidates(limit: int, points: int = 96) -> np.ndarray:
+    """Batch sizes to try: every size up to 32, then a geometric grid up to the KV limit."""
+    dense = np.arange(1, min(limit, 32) + 1)
+    sparse = np.geomspace(33, limit, points) if limit > 32 else np.empty(0)
+    return np.unique(np.concatenate([dense, np.floor(sparse), [limit]])).astype(np.float64)
+
+
+def default_max_model_len(model: ModelSpec, w: Workload) -> int:
+    """Room for the longest (p95) request, rounded up to a multiple of 1,024 tokens."""
+    return int(min(model.max_position_embeddings, math.ceil(w.longest_len * 1.25 / 1024) * 1024))
+
+
+def _replicas_for_ttft(w: Workload, start: np.ndarray, prefill_s: np.ndarray, e2e_s: np.ndarray, b: np.ndarray,
+                       factor: float, needed: np.ndarray, extra: int = 8) -> np.ndarray:
+    """Fewest replicas (from ``start`` up) whose p99 TTFT = prefill + p99 queueing wait meets the
+    target; ``inf`` where the prefill alone misses it. Tries ``start … start + extra`` in one
+    broadcast and bisects on the arrival rate only where none of those suffices and the batch is
+    ``needed`` (it meets the TPOT target; the others cannot be chosen anyway)."""
+    from calculators.planning.queueing import batched_server_wait
+    budget = w.ttft_p99_s - prefill_s
+    cv = math.sqrt(max(2 * factor - 1, 0))
+    tries = start[:, None] + np.arange(extra + 1)[None, :]
+    wait = batched_server_wait(w.request_rate_per_s / tries, e2e_s[:, None], b[:, None], service_cv=cv).p99_wait_s
+    ok = wait <= budget[:, None]
+    found = np.where(ok.any(axis=1), tries[np.arange(len(b)), np.argmax(ok, axis=1)], np.nan)
+    rest = np.isnan(found) & (budget > 0) & needed
+    if rest.any():
+        rate = max_arrival_rate_for_wait(e2e_s[rest], b[rest], target_wait_s=budget[rest] / factor, quantile=0.99)
+        found[rest] = np.where(rate > 0, np.ceil(w.request_rate_per_s / np.maximum(rate, 1e-300)), np.inf)
+    return np.where(budget > 0, np.nan_to_num(found, nan=np.inf), np.inf)
+
+
+def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_hour: float | None = None,
+                utilisation_cap: float = UTILISATION_CAP, n_plus_one: bool = False, quantization: str | None = None,
+                kv_cache_dtype: str = "auto", gpu_memory_utilization: float = 0.9, max_model_len: int | None = None,
+                efficiencies: Efficiencies | None = None) -> LayoutPlan:
+    """Size one layout for the workload: the cheapest batch size that meets the SLO."""
+    from calculators.vllm.advice import vllm_serve_command
+    g, tp, pp = layout.gpu, layout.tensor_parallel_size, layout.pipeline_parallel_size
+    fraction("utilisation_cap", utilisation_cap)
+    plan = LayoutPlan(gpu=g.id, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                      expert_parallel=layout.expert_parallel, fits=False, meets_slo=False, message="",
+                      failure_domain_gpus=layout.gpus_per_replica)
+    mml = max_model_len or default_max_model_len(model, w)
+    cap = vllm_capacity(model, gpu=g, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=quantization,
+                        kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
+                        max_model_len=mml, expert_parallel_size=tp if layout.expert_parallel else None)
+    if not cap.fits:
+        plan.message = cap.message
+        return plan
+    blocks = min(s.num_blocks for s in cap.stages)
+    limit = blocks // request_blocks(model, cap.binding.groups, w.longest_len, cap.settings)
+    plan.kv_cache_tokens, plan.kv_batch_limit = cap.kv_cache_tokens, int(limit)
+    if limit < 1:
+        plan.message = f"does not fit: the KV cache holds no request of {w.longest_len:,} tokens"
+        return plan
+    plan.fits = True
+    r = Roofline(model, g, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=quantization,
+                 kv_cache_dtype=kv_cache_dtype, efficiencies=efficiencies or Efficiencies(),
+                 max_num_batched_tokens=cap.settings.max_num_batched_tokens)
+    b = batch_candidates(int(limit))
+    m = serving_metrics(r, b, w.input_len, w.output_len)
+    cycle = b / m["requests_per_s"]
+    tpot_eff = cycle / w.output_len
+    replicas = np.ceil(w.request_rate_per_s / (utilisation_cap * m["requests_per_s"]))
+    factor = (1 + _service_cv(w) ** 2) / 2
+    if w.ttft_p99_s is not None:
+        tpot_ok = tpot_eff <= (w.tpot_p99_s if w.tpot_p99_s is not None else np.inf)
+        replicas = _replicas_for_ttft(w, replicas, m["ttft_s"], m["e2e_latency_s"], b, factor, tpot_ok)
+    replicas = replicas + (1 if n_plus_one else 0)
+    ok = np.isfinite(replicas)
+    if w.tpot_p99_s is not None:
+        ok &= tpot_eff <= w.tpot_p99_s
+    plan.meets_slo = bool(ok.any())
+    i = int(np.lexsort((b, replicas))[0]) if not ok.any() else int(np.flatnonzero(ok)[np.argmin(replicas[ok])])
+    if not ok.any():
+        i = int(np.argmin(tpot_eff))
+    _fill(plan, model, layout, w, r, cap, b[i], replicas[i], m, i, cycle[i], factor, usd_per_gpu_hour,
+          vllm_serve_command)
+    if not plan.meets_slo:
+        plan.message = _shortfall(w, float(tpot_eff.min()), float(m["ttft_s"][0]))
+    return plan
+
+
+def _fill(plan: LayoutPlan, model: ModelSpec, layout: Layout, w: Workload, r: Roofline, cap, batch: float,
+          replicas: float, m: dict, i: int, cycle: float, factor: float, price: float | None, serve) -> None:
+    from calculators.planning.queueing import batched_server_wait
+    replicas = int(replicas) if np.isfinite(replicas) else int(math.ceil(
+        w.request_rate_per_s / (UTILISATION_CAP * float(m["requests_per_s"][i]))))
+    plan.batch_size, plan.replicas = int(batch), replicas
+    plan.total_gpus = replicas * layout.gpus_per_replica
+    plan.nodes = _nodes(layout, replicas)
+    plan.ttft_s, plan.tpot_s = float(m["ttft_s"][i]), float(cycle / w.output_len)
+    plan.e2e_latency_s = float(m["e2e_latency_s"][i])
+    wait = batched_server_wait(w.request_rate_per_s / replicas, plan.e2e_latency_s, int(batch),
+                               service_cv=math.sqrt(max(2 * factor - 1, 0)))
+    plan.ttft_p99_s = plan.ttft_s + float(wait.p99_wait_s)
+    terms = r.decode_breakdown(batch, w.input_len + w.output_len / 2)
+    plan.allreduce_s, plan.bubble_fraction = float(terms["allreduce_s"]), float(terms["bubble_fraction"])
+    plan.replica_requests_per_s = float(m["requests_per_s"][i])
+    plan.output_tokens_per_s = float(m["output_tokens_per_s"][i])
+    plan.output_tokens_per_s_per_gpu = float(m["output_tokens_per_s_per_gpu"][i])
+    plan.tokens_per_s_per_user = 1 / plan.tpot_s
+    plan.utilisation = w.request_rate_per_s / (replicas * plan.replica_requests_per_s)
+    plan.prefill_share = float(r.prefill_time_s(w.input_len, batch) / cycle)
+    plan.usd_per_gpu_hour, plan.price_source = gpu_price(layout.gpu, price)
+    if plan.usd_per_gpu_hour is not None:
+        usd_per_s = plan.total_gpus * plan.usd_per_gpu_hour / SECONDS_PER_HOUR
+        plan.usd_per_hour = usd_per_s * SECONDS_PER_HOUR
+        lam = w.request_rate_per_s
+        plan.usd_per_million_input_tokens = usd_per_s * plan.prefill_share / (lam * w.input_len) * 1e6
+        plan.usd_per_million_output_tokens = usd_per_s * (1 - plan.prefill_share) / (lam * w.output_len) * 1e6
+        plan.usd_per_million_tokens = usd_per_s / (lam * (w.input_len + w.output_len)) * 1e6
+    else:
+        plan.notes.append(f"{layout.gpu.id} has no price in the catalog: pass usd_per_gpu_hour")
+    plan.vllm_serve = serve(model.id, cap, int(batch))
+    plan.message = plan.message or (f"{replicas} × {layout.gpus_per_replica} {layout.gpu.id} at batch {int(batch)}")
+
+
+def _shortfall(w: Workload, best_tpot_s: float, best_ttft_s: float) -> str:
+    parts = []
+    if w.tpot_p99_s is not None and best_tpot_s > w.tpot_p99_s:
+        parts.append(f"TPOT ≥ {best_tpot_s * 1e3:.0f} ms at any batch on this layout "
+                     f"(target {w.tpot_p99_s * 1e3:.0f} ms)")
+    if w.ttft_p99_s is not None and best_ttft_s >= w.ttft_p99_s:
+        parts.append(f"prefill alone takes {best_ttft_s * 1e3:.0f} ms (TTFT target {w.ttft_p99_s * 1e3:.0f} ms)")
+    return "misses the SLO: " + ("; ".join(parts) or "targets conflict") + \
+        " — loosen the SLO, use more TP, a faster GPU or quantisation"
+
+
+def plan_fleet(model: ModelSpec, gpus: list[GPUSpec], w: Workload, *, max_pp: int = 4, **kw) -> list[LayoutPlan]:
+    """Every layout on every GPU type, sized and ranked: SLO met first, then cost, then GPUs."""
+    plans = [plan_layout(model, lay, w, **kw) for lay in enumerate_layouts(model, gpus, max_pp=max_pp)]
+    def rank(p: LayoutPlan) -> tuple:
+        cost = p.usd_per_hour if p.usd_per_hour is not None else math.inf
+        return (not p.fits, not p.meets_slo, cost if p.meets_slo else (p.tpot_s or math.inf), p.total_gpus)
+    return sorted(plans, key=rank)
+
+
+def pareto_front(plans: list[LayoutPlan]) -> list[LayoutPlan]:
+    """Fitting layouts not beaten on both output tokens/s per GPU and tokens/s per user."""
+    pts = [p for p in plans if p.fits and p.output_tokens_per_s_per_gpu]
+    return [p for p in pts if not any(q.output_tokens_per_s_per_gpu >= p.output_tokens_per_s_per_gpu and
+                                      q.tokens_per_s_per_user >= p.tokens_per_s_per_user and q is not p and
+                                      (q.output_tokens_per_s_per_gpu, q.tokens_per_s_per_user) !=
+                                      (p.output_tokens_per_s_per_gpu, p.tokens_per_s_per_user) for q in pts)]
+
+
+def fleet_summary(model: ModelSpec, plans: list[LayoutPlan]) -> str:
+    """One sentence: the best plan, or the closest one and what would have to change."""
+    best = next((p for p in plans if p.meets_slo), None)
+    if best:
+        cost = f", ${best.usd_per_hour:,.2f}/hour" if best.usd_per_hour is not None else ""
+        return (f"best: {best.replicas} replica(s) of TP{best.tensor_parallel_size}×PP{best.pipeline_parallel_size} "
+                f"on {best.gpu} = {best.total_gpus} GPUs{cost}")
+    fitting = [p for p in plans if p.fits]
+    if fitting:
+        return f"no layout meets the SLO; closest: {fitting[0].gpu} TP{fitting[0].tensor_parallel_size} — " \
+               f"{fitting[0].message}"
+    return (f"{model.id} fits no layout of these GPUs: {plans[0].message if plans else 'no layout'} — "
+            "try fp8 or 4-bit quantisation, more pipeline stages or a GPU with more memory")

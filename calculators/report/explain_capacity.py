@@ -1,0 +1,244 @@
+"""What the app shows beside a capacity result: the per-GPU memory breakdown, the concurrency
+curve over context length, and "show the math" texts with the user's numbers substituted.
+
+Pure functions of a :func:`calculators.report.capacity.capacity_document` (and the specs); no
+Streamlit here. Memory is reported in GiB for display; inputs are the document's SI bytes.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from calculators.memory.kv_cache import kv_element_bytes, kv_heads_per_rank, layer_window
+from calculators.specs.schema import GPUSpec, ModelSpec
+from calculators.units import GiB
+from calculators.vllm.versions import parse_vllm_version
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+BREAKDOWN_PARTS = ("weights", "activation", "non-torch", "CUDA graphs", "KV cache", "headroom")
+
+
+def memory_breakdown(doc: dict) -> pd.DataFrame:
+    """Per-GPU memory of every pipeline stage by part [GiB] (tidy: stage, part, gib).
+
+    ``headroom = total − weights − activation − non-torch − CUDA graphs − KV`` (negative when the
+    version does not deduct CUDA graphs and the GPU is oversubscribed; shown as 0 then).
+    """
+    import pandas as pd
+    rows = []
+    total = doc["gpu_memory_bytes"]
+    for st in doc["stages"]:
+        kv = max(0.0, st["available_kv_cache"]["bytes"])
+        parts = {"weights": st["weights_bytes"], "activation": st["activation_peak"]["bytes"],
+                 "non-torch": st["non_torch"]["bytes"], "CUDA graphs": st["cudagraph"]["bytes"], "KV cache": kv}
+        parts["headroom"] = max(0.0, total - sum(parts.values()))
+        rows += [{"stage": f"stage {st['stage']}", "part": p, "gib": v / GiB} for p, v in parts.items()]
+    return pd.DataFrame(rows)
+
+
+def request_blocks(model: ModelSpec, doc: dict, lengths: np.ndarray) -> np.ndarray:
+    """Blocks one request of each length holds (vLLM ``max_memory_usage_bytes``), vectorised."""
+    s = doc["settings"]
+    b, mnbt = s["block_size"], s["max_num_batched_tokens"]
+    st = doc["stages"][doc["binding_stage"]]
+    total = np.zeros_like(lengths, dtype=np.int64)
+    for g in st["kv_groups"]:
+        kind = g["layer_type"]
+        if kind == "full_attention":
+            n = -(-lengths // b)
+        elif kind == "sliding_attention":
+            n = -(-np.minimum(int(layer_window(model, kind)) - 1 + mnbt, lengths) // b) + 1
+        else:
+            n = -(-np.minimum(int(layer_window(model, kind)) + mnbt, lengths) // b)
+        total = total + n
+    return total
+
+
+def concurrency_curve(model: ModelSpec, doc: dict, *, points: int = 60) -> pd.DataFrame:
+    """Sequences of each context length the KV pool holds at once: ``num_gpu_blocks / blocks(L)``.
+
+    Lengths run geometrically from one block to ``max_model_len`` (both included, plus the typical
+    length when the document has max_num_seqs advice).
+    """
+    import pandas as pd
+    s = doc["settings"]
+    mml = s["max_model_len"]
+    lengths = np.unique(np.concatenate([
+        np.geomspace(s["block_size"], mml, points).round().astype(np.int64), [mml],
+        [int(doc["max_num_seqs_advice"]["mean_len"])] if doc.get("max_num_seqs_advice") else []]).astype(np.int64))
+    lengths = lengths[(lengths >= 1) & (lengths <= mml)]
+    conc = doc["num_gpu_blocks"] / request_blocks(model, doc, lengths)
+    return pd.DataFrame({"context_tokens": lengths, "max_concurrency": conc})
+
+
+def concurrency_at(model: ModelSpec, doc: dict, length: float) -> float:
+    """Sequences of ``length`` tokens the pool holds at once (capped at ``max_model_len``)."""
+    n = min(int(np.ceil(length)), doc["settings"]["max_model_len"])
+    return float(doc["num_gpu_blocks"] / request_blocks(model, doc, np.array([n]))[0])
+
+
+def memory_rows(doc: dict) -> list[dict]:
+    """The binding stage's breakdown with ranges, for tables and CSV [GiB]."""
+    st = doc["stages"][doc["binding_stage"]]
+    rows = [("total GPU memory", doc["gpu_memory_bytes"], None, None, "GPU catalog / custom GPU"),
+            ("budget = ceil(total × gpu_memory_utilization)", doc["budget_bytes"], None, None, "vLLM start-up"),
+            ("weights", st["weights_bytes"], None, None, "calculators/weights.py, per linear layer")]
+    for name, key in (("activation peak", "activation_peak"), ("non-torch", "non_torch"),
+                      ("CUDA graphs", "cudagraph"), ("KV cache", "available_kv_cache")):
+        e = st[key]
+        rows.append((name, e["bytes"], e["low_bytes"], e["high_bytes"], e["basis"]))
+    return [{"item": r[0], "gib": r[1] / GiB, "low_gib": None if r[2] is None else r[2] / GiB,
+             "high_gib": None if r[3] is None else r[3] / GiB, "basis": r[4]} for r in rows]
+
+
+def result_csv(doc: dict) -> str:
+    """The headline numbers and the memory breakdown as CSV (units in the column names)."""
+    s = doc["settings"]
+    head = [("model", doc["model"]), ("gpu", doc["gpu"]), ("fits", doc["fits"]), ("message", doc["message"])]
+    head += [(k, v) for k, v in s.items()]
+    head += [(k, doc[k]) for k in ("gpu_memory_bytes", "budget_bytes", "weights_bytes", "available_kv_cache_bytes",
+                                   "kv_cache_bytes_per_token", "num_gpu_blocks", "blocks_per_request",
+                                   "kv_cache_tokens", "max_concurrency", "vllm_serve")]
+    if doc.get("max_num_seqs_advice"):
+        head += [(f"advice_{k}", v) for k, v in doc["max_num_seqs_advice"].items()]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["quantity", "value"])
+    w.writerows([(k, csv_cell(v)) for k, v in head])
+    buf.write("\n")
+    rows = memory_rows(doc)
+    w.writerow([csv_cell(k) for k in rows[0]])
+    w.writerows([[csv_cell(v) for v in r.values()] for r in rows])
+    return buf.getvalue()
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell that a spreadsheet will not run as a formula (OWASP "CSV injection").
+
+    Text starting with ``= + - @``, a tab or a carriage return gets a leading ``'``; numbers are
+    kept as they are (``-1.5`` stays a number); ``None`` becomes an empty cell.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+# --- show the math -----------------------------------------------------------------------------
+
+def _gib(x: float) -> str:
+    return f"{x / GiB:,.2f} GiB"
+
+
+def math_kv_bytes_per_token(model: ModelSpec, doc: dict) -> dict:
+    """KV bytes per token per GPU, with the numbers substituted."""
+    s = doc["settings"]
+    st = doc["stages"][doc["binding_stage"]]
+    s_bytes = kv_element_bytes(model, s["kv_cache_dtype"], s["dtype"])
+    layers = st["num_layers"]
+    if model.is_mla:
+        formula = "(kv_lora_rank + qk_rope_head_dim) × bytes_per_element × layers_on_gpu"
+        sub = (f"({model.kv_lora_rank} + {model.qk_rope_head_dim}) × {s_bytes} × {layers} = "
+               f"{doc['kv_cache_bytes_per_token']:,} B")
+    else:
+        heads = int(kv_heads_per_rank(model.num_key_value_heads, s["tensor_parallel_size"]))
+        formula = ("2 (K and V) × max(1, num_key_value_heads // tensor_parallel_size) × head_dim × "
+                   "bytes_per_element × layers_on_gpu")
+        sub = (f"2 × max(1, {model.num_key_value_heads} // {s['tensor_parallel_size']}) × {model.head_dim} × "
+               f"{s_bytes} × {layers} = 2 × {heads} × {model.head_dim} × {s_bytes} × {layers} = "
+               f"{doc['kv_cache_bytes_per_token']:,} B")
+    return {"formula": formula, "substituted": sub, "sources": [
+        f"num_key_value_heads, head_dim, num_hidden_layers: config of {model.id} ({model.source or 'user config'})",
+        f"bytes_per_element = {s_bytes}: kv_cache_dtype={s['kv_cache_dtype']}, dtype={s['dtype']}",
+        "rule: vLLM KVCacheSpec.page_size_bytes (shared/VLLM_MEMORY.md §3)"]}
+
+
+def math_available_kv(doc: dict, gpu: GPUSpec | None = None) -> dict:
+    """Available KV cache memory per GPU, with the numbers substituted."""
+    s = doc["settings"]
+    st = doc["stages"][doc["binding_stage"]]
+    if s["kv_cache_memory_bytes"] is not None:
+        return {"formula": "available = --kv-cache-memory", "substituted": f"{_gib(s['kv_cache_memory_bytes'])}",
+                "sources": ["given by the user (or read from a pasted vLLM log)"]}
+    cg = st["cudagraph"]["bytes"] if st["cudagraph_subtracted"] else 0.0
+    formula = ("available = ceil(total × gpu_memory_utilization) − weights − activation_peak − non_torch"
+               + (" − cuda_graphs" if st["cudagraph_subtracted"] else ""))
+    sub = (f"ceil({_gib(doc['gpu_memory_bytes'])} × {s['gpu_memory_utilization']:g}) − {_gib(st['weights_bytes'])} − "
+           f"{_gib(st['activation_peak']['bytes'])} − {_gib(st['non_torch']['bytes'])}"
+           + (f" − {_gib(cg)}" if cg else "") + f" = {_gib(st['available_kv_cache']['bytes'])}")
+    src = gpu.memory_note if gpu is not None else "custom GPU entered by the user"
+    return {"formula": formula, "substituted": sub, "sources": [
+        f"total GPU memory ({doc['gpu']}): {src}",
+        "weights: sum of the model's linear layers at the resolved quantization (calculators/weights.py)",
+        f"activation peak (estimate): {st['activation_peak']['basis']} (calculators/vllm_overheads.py, fitted to "
+        "shared/fixtures/vllm_logs)",
+        f"non-torch (estimate): {st['non_torch']['basis']}",
+        f"CUDA graphs (estimate): {st['cudagraph']['basis']}; "
+        + ("deducted by this version" if st["cudagraph_subtracted"] else "not deducted by this version")]}
+
+
+def math_blocks_and_tokens(doc: dict) -> dict:
+    """GPU blocks and the ``GPU KV cache size`` tokens, with the numbers substituted."""
+    s = doc["settings"]
+    st = doc["stages"][doc["binding_stage"]]
+    v = parse_vllm_version(s["vllm_version"], s["engine"])
+    ng = len(st["kv_groups"])
+    avail = st["available_kv_cache"]["bytes"]
+    blocks = (f"num_gpu_blocks = floor(available / bytes_per_block) = floor({avail:,.0f} B / "
+              f"{st['bytes_per_block']:,} B) = {doc['num_gpu_blocks']:,}")
+    if v.engine == "V0" or not v.at_least(0, 9, 1):
+        rule, sub = "tokens = num_gpu_blocks × block_size", f"{doc['num_gpu_blocks']:,} × {s['block_size']}"
+    elif not v.at_least(0, 21):
+        rule = "tokens = floor(num_gpu_blocks / kv_groups) × block_size"
+        sub = f"floor({doc['num_gpu_blocks']:,} / {ng}) × {s['block_size']}"
+    else:
+        rule = "tokens = int(max_concurrency × max_model_len)"
+        sub = f"int({doc['max_concurrency']:.4f} × {s['max_model_len']:,})"
+    return {"formula": f"{blocks.split(' = ')[0]} = floor(available / (block_size × KV bytes per token)); {rule}",
+            "substituted": f"{blocks}; tokens = {sub} = {doc['kv_cache_tokens']:,}",
+            "sources": [f"block_size = {s['block_size']} (vLLM default unless set)",
+                        f"rule of vLLM {v.text} ({v.engine}): shared/VLLM_MEMORY.md §5"]}
+
+
+def math_concurrency(doc: dict) -> dict:
+    """``Maximum concurrency`` at max_model_len, with the numbers substituted."""
+    s = doc["settings"]
+    v = parse_vllm_version(s["vllm_version"], s["engine"])
+    if v.engine == "V0" or not v.at_least(0, 9, 1):
+        formula = "max_concurrency = kv_cache_tokens / max_model_len"
+        sub = f"{doc['kv_cache_tokens']:,} / {s['max_model_len']:,} = {doc['max_concurrency']:.2f}x"
+    else:
+        formula = "max_concurrency = num_gpu_blocks / blocks_per_request(max_model_len)"
+        sub = f"{doc['num_gpu_blocks']:,} / {doc['blocks_per_request']:,} = {doc['max_concurrency']:.2f}x"
+    return {"formula": formula, "substituted": sub,
+            "sources": [f"max_model_len = {s['max_model_len']:,}", "shared/VLLM_MEMORY.md §5"]}
+
+
+def math_advice(doc: dict) -> dict | None:
+    """The suggested ``max_num_seqs`` and the concurrency at the typical length."""
+    a = doc.get("max_num_seqs_advice")
+    if not a:
+        return None
+    return {"formula": "concurrency_at_mean = floor(num_gpu_blocks / mean blocks per sequence); "
+                       "recommended = that, rounded down to a multiple of 8",
+            "substituted": f"floor({doc['num_gpu_blocks']:,} / {a['blocks_per_sequence_mean']:.2f}) = "
+                           f"{a['concurrency_at_mean']:,} → {a['recommended_max_num_seqs']:,}",
+            "sources": [f"mean length {a['mean_len']:g} tokens" + (f", p95 {a['p95_len']:g}" if a["p95_len"] else "")
+                        + " (your workload; log-normal fitted to mean and p95)", "calculators/advice.py"]}
+
+
+def math_budget(doc: dict) -> dict:
+    s = doc["settings"]
+    return {"formula": "budget = ceil(total_gpu_memory × gpu_memory_utilization)",
+            "substituted": f"ceil({doc['gpu_memory_bytes']:,.0f} B × {s['gpu_memory_utilization']:g}) = "
+                           f"{doc['budget_bytes']:,.0f} B = {_gib(doc['budget_bytes'])}",
+            "sources": ["vLLM gpu_worker.determine_available_memory (shared/VLLM_MEMORY.md §1)"]}

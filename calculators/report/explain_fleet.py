@@ -1,0 +1,121 @@
+""""Show the math" for the fleet planner: the chain rate → batch → replica throughput → replicas → GPUs →
+$/hour → $/1M tokens, with the plan's numbers substituted and the source of every constant.
+
+Each step is a dict ``{"title", "formula", "substituted", "sources"}`` (the shape of
+:mod:`calculators.report.explain_capacity`), so the app's ``show_math`` widget and the quote render the same text.
+"""
+from __future__ import annotations
+
+import math
+
+from calculators.perf.roofline import COMPUTE_EFFICIENCY, MEMORY_EFFICIENCY, STEP_OVERHEAD_S, Efficiencies
+from calculators.planning.fleet import SECONDS_PER_HOUR, LayoutPlan, Workload
+from calculators.specs.schema import GPUSpec
+
+
+def serve_line(plan: LayoutPlan, model_id: str, served_name: str | None = None) -> str:
+    """The plan's ``vllm serve`` command, with the name the user gave the model (an alias) if any."""
+    if not served_name or served_name == model_id:
+        return plan.vllm_serve
+    return plan.vllm_serve.replace(f"vllm serve {model_id}", f"vllm serve {served_name}", 1)
+
+
+def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n_plus_one: bool = False) -> list[dict]:
+    """The sizing chain of one fitting plan, step by step [units in each formula]."""
+    lam, i, o, b = w.request_rate_per_s, w.input_len, w.output_len, plan.batch_size
+    r = plan.replica_requests_per_s or math.nan
+    cycle = b / r
+    g = plan.tensor_parallel_size * plan.pipeline_parallel_size
+    tpot_ms = (plan.tpot_s or math.nan) * 1e3
+    base = math.ceil(lam / (utilisation_cap * r))
+    steps = [
+        {"title": "Request rate", "formula": "λ [requests/s] (the load to serve)",
+         "substituted": f"λ = {lam:g} requests/s of {i:g} input + {o:g} output tokens",
+         "sources": ["your input (sidebar: Workload & SLO)"]},
+        {"title": "Batch", "formula": "B = the batch (max_num_seqs) with the fewest replicas whose TPOT ≤ target, "
+                                      "≤ the KV-cache limit",
+         "substituted": f"B = {b} (KV limit {plan.kv_batch_limit:,} requests of {w.longest_len:,} tokens); "
+                        f"TPOT = cycle / O = {tpot_ms:.1f} ms"
+                        + (f" ≤ {w.tpot_p99_s * 1e3:g} ms" if w.tpot_p99_s else ""),
+         "sources": ["KV limit: vLLM start-up accounting (shared/VLLM_MEMORY.md)",
+                     "step times: roofline (calculators/roofline.py)"]},
+        {"title": "Replica throughput",
+         "formula": "cycle = O × decode step(B, I + O/2) + prefill(B prompts); r = B / cycle [requests/s]",
+         "substituted": f"cycle = {cycle:.3f} s; r = {b} / {cycle:.3f} s = {r:.3f} requests/s "
+                        f"= {plan.output_tokens_per_s or 0:,.0f} output tokens/s per replica",
+         "sources": ["continuous batching in steady state (calculators/serving.py)"]},
+        {"title": "Replicas",
+         "formula": "replicas = max(⌈λ / (cap × r)⌉, fewest meeting p99 TTFT = prefill + p99 wait (M/G/c, "
+                    "c = B, Allen–Cunneen))" + (" + 1 (N+1)" if n_plus_one else ""),
+         "substituted": f"⌈{lam:g} / ({utilisation_cap:g} × {r:.3f})⌉ = {base}; with the TTFT target → "
+                        f"{plan.replicas} (p99 TTFT {(plan.ttft_p99_s or 0) * 1e3:.0f} ms, "
+                        f"utilisation {(plan.utilisation or 0):.0%})",
+         "sources": [f"utilisation cap {utilisation_cap:g} (your headroom input)",
+                     "queueing: calculators/queueing.py (Gross & Harris 1998 §7.2)"]},
+        {"title": "GPUs", "formula": "GPUs = replicas × tensor_parallel_size × pipeline_parallel_size",
+         "substituted": f"{plan.replicas} × {plan.tensor_parallel_size} × {plan.pipeline_parallel_size} = "
+                        f"{plan.total_gpus} GPUs ({g} per replica, {plan.nodes} node(s))",
+         "sources": ["layout: TP within a node, PP across nodes (calculators/fleet.py)"]},
+    ]
+    if plan.usd_per_hour is not None:
+        p, share = plan.usd_per_gpu_hour, plan.prefill_share or 0.0
+        steps += [
+            {"title": "$/hour", "formula": "$/hour = GPUs × $/GPU-hour",
+             "substituted": f"{plan.total_gpus} × ${p:.2f} = ${plan.usd_per_hour:,.2f}/hour",
+             "sources": [f"$/GPU-hour: {plan.price_source}"]},
+            {"title": "$/1M tokens",
+             "formula": "$/1M output = $/hour / 3600 × (1 − prefill share) / (λ × O) × 10⁶; "
+                        "$/1M input = $/hour / 3600 × prefill share / (λ × I) × 10⁶",
+             "substituted": f"${plan.usd_per_hour:,.2f} / {SECONDS_PER_HOUR:g} × {1 - share:.3f} / ({lam:g} × {o:g}) "
+                            f"× 10⁶ = ${plan.usd_per_million_output_tokens:.3f}; input: × {share:.3f} / "
+                            f"({lam:g} × {i:g}) × 10⁶ = ${plan.usd_per_million_input_tokens:.3f}; "
+                            f"all tokens: ${plan.usd_per_million_tokens:.3f}",
+             "sources": ["cost split by the prefill and decode shares of a request cycle (calculators/fleet.py)"]},
+        ]
+    return steps
+
+
+def efficiency_sources(eff: Efficiencies, source: str) -> list[str]:
+    """Where the performance model's constants come from (defaults cite calculators/roofline.py)."""
+    default = eff == Efficiencies()
+    why = "defaults" if default else source
+    return [
+        f"compute efficiency {eff.compute:g} ({why}; default {COMPUTE_EFFICIENCY:g}: 60–90 % of dense peak in large "
+        "matmuls, shared/reference/specs.md §1)",
+        f"memory efficiency {eff.memory:g} ({why}; default {MEMORY_EFFICIENCY:g}: NVIDIA aiconfigurator's empirical "
+        "0.8)",
+        f"step overhead {float(eff.step_overhead_s) * 1e3:g} ms ({why}; default {STEP_OVERHEAD_S * 1e3:g} ms fitted "
+        "to shared/fixtures/measured/published.json)",
+        f"performance model: {source}",
+    ]
+
+
+def gpu_sources(gpu: GPUSpec) -> list[str]:
+    """The datasheet and price sources of a catalog GPU."""
+    out = [f"{gpu.id} datasheet ({gpu.as_of}): {gpu.source}"]
+    out += [f"{gpu.id} price ${p.usd_per_gpu_hour:.2f}/GPU-hour, {p.provider} ({p.as_of}): {p.source}"
+            for p in gpu.prices]
+    return out
+
+
+def math_disagg(d) -> list[dict]:
+    """The disaggregation arithmetic of a :class:`calculators.planning.disagg.DisaggPlan`."""
+    if not d.fits:
+        return []
+    p, q = d.prefill, d.decode
+    return [
+        {"title": "KV bytes moved", "formula": "input_len × KV bytes per token of the whole model",
+         "substituted": f"= {d.kv_bytes_per_request:,.0f} B", "sources": ["calculators/kv_cache.py (TP 1)"]},
+        {"title": "Transfer time", "formula": "KV bytes / link bandwidth per direction",
+         "substituted": f"{d.kv_bytes_per_request:,.0f} B / {d.link_bytes_per_s / 1e9:g} GB/s = "
+                        f"{d.transfer_s * 1e3:.3f} ms", "sources": [d.link]},
+        {"title": "Prefill:decode GPU ratio", "formula": "prefill GPU-s per request / decode GPU-s per request",
+         "substituted": f"{p.gpu_seconds_per_request:.4f} / {q.gpu_seconds_per_request:.4f} = "
+                        f"{d.prefill_decode_gpu_ratio:.2f}",
+         "sources": [f"prefill at batch {p.batch_size} (TP{p.tensor_parallel_size}), decode at batch "
+                     f"{q.batch_size} (TP{q.tensor_parallel_size})"]},
+        {"title": "Pools", "formula": "instances = fewest meeting the utilisation cap and the SLO",
+         "substituted": f"{p.instances} prefill ({p.gpus} GPUs) + {q.instances} decode ({q.gpus} GPUs) = "
+                        f"{d.total_gpus} GPUs; p99 TTFT {d.ttft_p99_s * 1e3:.0f} ms incl. transfer; "
+                        f"TPOT {d.tpot_s * 1e3:.1f} ms", "sources": ["calculators/disagg.py"]},
+    ]

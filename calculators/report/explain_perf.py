@@ -1,0 +1,355 @@
+"""What the performance pages show beside the ``llmcap perf`` / ``llmcap knee`` documents: the
+knee and SLO batch at the scenario's KV limit, roofline operating points, the latency budget at a
+batch size, the curve as CSV, and "show the math" texts with the user's numbers substituted.
+
+Pure functions of a :class:`calculators.perf.roofline.Roofline`, a
+:class:`calculators.vllm.capacity.CapacityResult` and the documents of
+:mod:`calculators.report.perf`; no Streamlit, no plotly. SI units inside; the ``math_*`` texts
+show latency in ms, compute in TFLOP/s and bandwidth in GB/s (decimal).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from calculators.perf.curves import KNEE_THRESHOLD
+from calculators.perf.latency_budget import latency_budget
+from calculators.perf.roofline import PP_HANDOFF_LATENCY_S, Roofline, decode_terms, prefill_terms
+from calculators.perf.serving import serving_metrics
+from calculators.planning.fleet import UTILISATION_CAP
+from calculators.planning.queueing import batched_server_wait
+from calculators.report.perf import knee_document, perf_document
+from calculators.specs.schema import ModelSpec
+from calculators.vllm.capacity import CapacityResult, request_blocks
+
+#: Decode batch sizes whose operating points the roofline chart shows (with the knee and the KV limit).
+ROOFLINE_BATCHES = (1, 4, 16, 64, 256, 1024)
+
+
+def _f(x) -> float:
+    return float(np.ravel(x)[0])
+
+
+def _ms(x: float) -> str:
+    return f"{x * 1e3:,.2f} ms"
+
+
+# --- the documents at the scenario's KV limit --------------------------------------------------
+
+def kv_limit(model: ModelSpec, result: CapacityResult, context_tokens: float) -> int:
+    """Largest batch of ``context_tokens``-token sequences the scenario's KV pool holds [sequences].
+
+    The rule of :func:`calculators.report.perf.kv_batch_limit` (vLLM's blocks per request against the
+    smallest stage's pool) applied to the capacity result already computed with the scenario's flags
+    (``gpu_memory_utilization``, ``block_size``, …); 0 when the context exceeds ``max_model_len``
+    (vLLM refuses such a request) or nothing fits.
+    """
+    n = int(math.ceil(context_tokens))
+    if (not result.fits and result.binding.num_blocks == 0) or n > result.settings.max_model_len:
+        return 0
+    per_seq = request_blocks(model, result.binding.groups, n, result.settings)
+    return int(min(s.num_blocks for s in result.stages) // per_seq)
+
+
+def performance_summary(r: Roofline, result: CapacityResult, *, input_len: int, output_len: int,
+                        ttft_target_s: float | None, tpot_target_s: float | None,
+                        threshold: float = KNEE_THRESHOLD) -> dict:
+    """The knee document (``llmcap knee --max-batch <KV limit> --json``) and the perf document at
+    the suggested batch (``llmcap perf --batch-size <batch> --json``), for the scenario's KV limit.
+
+    The suggested batch is the largest batch meeting the SLO when it is below the knee, else the knee.
+    Returns ``{"limit", "knee", "perf" (None when nothing fits), "batch", "crossover"}``.
+    """
+    limit = kv_limit(r.model, result, input_len + output_len)
+    if limit < 1:
+        knee = {"model": r.model.id, "gpu": r.gpu.id, "kv_batch_limit": limit, "knee_batch_size": None,
+                "slo_batch_size": None, "curve": [],
+                "message": f"not even one sequence of {input_len + output_len:,} tokens fits in the KV cache"
+                           + (f" (max_model_len {result.settings.max_model_len:,})"
+                              if input_len + output_len > result.settings.max_model_len else "")}
+        return {"limit": limit, "knee": knee, "perf": None, "batch": None, "crossover": None}
+    knee = knee_document(r, input_len=input_len, output_len=output_len, ttft_target_s=ttft_target_s,
+                         tpot_target_s=tpot_target_s, threshold=threshold, max_batch=limit)
+    knee["kv_batch_limit"] = limit
+    k, slo = knee["knee_batch_size"], knee["slo_batch_size"]
+    batch = int(slo if slo is not None and slo < k else k)
+    perf = perf_document(r, batch_size=batch, input_len=input_len, output_len=output_len)
+    perf["kv_batch_limit"] = limit
+    if batch <= limit:
+        perf.pop("warning", None)
+    return {"limit": limit, "knee": knee, "perf": perf, "batch": batch, "crossover": perf["crossover_batch_size"]}
+
+
+def context_options(default: int, maximum: int, minimum: int = 16) -> list[int]:
+    """Prompt lengths a context slider offers: powers of two from ``minimum`` to ``maximum``, the
+    scenario's own length and ``maximum`` itself [tokens]."""
+    top = max(1, int(maximum))
+    grid = [int(x) for x in 2 ** np.arange(int(np.log2(max(minimum, 1))), int(np.log2(top)) + 1) if x <= top]
+    return sorted({*grid, min(int(default), top), top})
+
+
+def curve_columns(knee_doc: dict) -> dict[str, np.ndarray]:
+    """The knee document's curve as columns (one array per field) with ``ttft_ms`` and ``tpot_ms`` added."""
+    curve = knee_doc.get("curve", [])
+    if not curve:
+        return {}
+    cols = {k: np.array([p[k] for p in curve], dtype=np.float64) for k in curve[0]}
+    cols["ttft_ms"] = cols["ttft_s"] * 1e3
+    cols["tpot_ms"] = cols["tpot_s"] * 1e3
+    return cols
+
+
+def curve_csv(knee_doc: dict) -> str:
+    """The curve as CSV (SI units in the column names, one row per batch size)."""
+    import pandas as pd
+    df = pd.DataFrame(knee_doc.get("curve", []))
+    df.insert(0, "output_len", knee_doc.get("output_len"))
+    df.insert(0, "input_len", knee_doc.get("input_len"))
+    return df.to_csv(index=False, lineterminator="\n")
+
+
+def slo_text(knee_doc: dict) -> str:
+    """The SLO batch in words: the largest batch meeting the targets, or the closest feasible."""
+    slo = knee_doc.get("slo_batch_size")
+    if slo is not None:
+        return f"largest batch meeting the p99 TTFT and TPOT targets: {slo:,.0f}"
+    return knee_doc["message"]
+
+
+# --- roofline chart data -----------------------------------------------------------------------
+
+def _tp(r: Roofline) -> int:
+    return int(np.ravel(r.tensor_parallel_size)[0])
+
+
+def decode_points(r: Roofline, batches, context_tokens: float) -> dict[str, np.ndarray]:
+    """Decode operating points per GPU: arithmetic intensity [FLOP/byte] and attained FLOP/s
+    (FLOP ÷ the slower of the compute and memory times, i.e. on the efficiency-scaled roof)."""
+    b = np.unique(np.asarray(batches, dtype=np.float64))
+    t = decode_terms(r.coefficients, r.efficiencies, b, np.float64(context_tokens), 1)
+    flop, byt = np.broadcast_to(t["flop"], b.shape), np.broadcast_to(t["bytes"], b.shape)
+    busy = np.maximum(t["compute_s"], t["memory_s"])
+    return {"batch_size": b, "flop": flop, "bytes": byt, "intensity_flop_per_byte": flop / byt,
+            "flop_per_s": flop / busy, "memory_bound": np.broadcast_to(t["memory_bound"], b.shape)}
+
+
+def prefill_point(r: Roofline, prompt_tokens: float) -> dict:
+    """Prefill of one prompt per GPU: intensity [FLOP/byte] and attained FLOP/s (chunked as vLLM)."""
+    c, e = r.coefficients, r.efficiencies
+    t = prefill_terms(c, e, np.float64(prompt_tokens), np.float64(1), r.max_num_batched_tokens)
+    flop = _f(t["compute_s"]) / c.pp * c.peak_flop_per_s * e.compute
+    byt = _f(t["memory_s"]) / c.pp * c.bandwidth_bytes_per_s * e.memory
+    busy = max(_f(t["compute_s"]), _f(t["memory_s"])) / c.pp
+    return {"prompt_tokens": prompt_tokens, "flop": flop, "bytes": byt, "intensity_flop_per_byte": flop / byt,
+            "flop_per_s": flop / busy, "memory_bound": bool(np.ravel(t["memory_bound"])[0])}
+
+
+def roofs(r: Roofline, intensity_min: float, intensity_max: float, points: int = 48) -> dict[str, np.ndarray]:
+    """The datasheet roof ``min(peak, I · bandwidth)`` and the efficiency-scaled roof [FLOP/s]."""
+    c, e = r.coefficients, r.efficiencies
+    i = np.geomspace(intensity_min, intensity_max, points)
+    ridge = c.peak_flop_per_s / c.bandwidth_bytes_per_s
+    i = np.unique(np.append(i, ridge))
+    return {"intensity_flop_per_byte": i,
+            "peak_flop_per_s": np.minimum(c.peak_flop_per_s, i * c.bandwidth_bytes_per_s),
+            "effective_flop_per_s": np.minimum(c.peak_flop_per_s * e.compute, i * c.bandwidth_bytes_per_s * e.memory)}
+
+
+# --- latency budget ----------------------------------------------------------------------------
+
+def default_target_s(*, ttft_target_s: float | None, tpot_target_s: float | None, output_len: float,
+                     predicted_e2e_s: float) -> tuple[float, str]:
+    """End-to-end target [s] and its basis: ``TTFT target + (O − 1) · TPOT target`` from the p99
+    targets, or 20 % above the predicted end-to-end latency (rounded up to 0.1 s) when there are none."""
+    if ttft_target_s is None and tpot_target_s is None:
+        return (math.ceil(predicted_e2e_s * 1.2 * 10) / 10,
+                "no p99 targets in the scenario: 20 % above the predicted end-to-end latency")
+    parts = [f"TTFT {ttft_target_s * 1e3:g} ms" if ttft_target_s is not None else "no TTFT target",
+             f"({output_len:g} − 1) × TPOT {tpot_target_s * 1e3:g} ms" if tpot_target_s is not None
+             else "no TPOT target"]
+    return ((ttft_target_s or 0.0) + (output_len - 1) * (tpot_target_s or 0.0),
+            "from the scenario's p99 targets: " + " + ".join(parts))
+
+
+def default_replicas(request_rate_per_s: float, replica_requests_per_s: float,
+                     utilisation_cap: float = UTILISATION_CAP) -> int:
+    """Fewest replicas that keep each one's utilisation at or below the cap (the fleet planner's first step)."""
+    return max(1, math.ceil(request_rate_per_s / (utilisation_cap * replica_requests_per_s) - 1e-9))
+
+
+def budget_at_batch(r: Roofline, *, batch: int, input_len: float, output_len: float, request_rate_per_s: float,
+                    replicas: int, target_s: float, network_s: float = 0.0, service_cv: float = 1.0) -> dict:
+    """TTFT = p99 queue wait + prefill, (O − 1) · TPOT and network against an end-to-end target.
+
+    The queue is :func:`calculators.planning.queueing.batched_server_wait` at ``request_rate / replicas``
+    with ``batch`` slots and the end-to-end latency at that batch as service time. Returns the serving
+    metrics (``m``), the queue (``wait``), and the budget of :func:`latency_budget` (``None`` when the
+    queue is unstable).
+    """
+    m = {k: _f(v) for k, v in serving_metrics(r, batch, input_len, output_len).items()}
+    rate = request_rate_per_s / replicas
+    wait = batched_server_wait(rate, m["e2e_latency_s"], int(batch), service_cv=service_cv)
+    stable = bool(np.ravel(wait.stable)[0])
+    budget = None
+    if stable:
+        budget = {k: _f(v) for k, v in latency_budget(
+            target_s=target_s, prefill_s=m["prefill_s"], tpot_s=m["tpot_s"], output_len=output_len,
+            queue_s=_f(wait.p99_wait_s), network_s=network_s).items()}
+    return {"m": m, "rate_per_replica": rate, "utilisation": _f(wait.utilisation), "stable": stable,
+            "wait_mean_s": _f(wait.mean_wait_s), "wait_p99_s": _f(wait.p99_wait_s),
+            "prob_wait": _f(wait.probability_of_wait), "budget": budget}
+
+
+def budget_rows(budget: dict, *, output_len: float, target_s: float, ttft_target_s: float | None,
+                tpot_target_s: float | None) -> list[dict]:
+    """Each component against its share of the target [ms]; ``margin_ms`` < 0 is a shortfall.
+
+    Shares: TTFT (queue + prefill) gets the TTFT target, decode ``(O − 1) ×`` the TPOT target, network
+    what the end-to-end target leaves; the shares add up to the target, so the margins add up too.
+    """
+    decode_t = None if tpot_target_s is None else (output_len - 1) * tpot_target_s
+    net_t = None if ttft_target_s is None or decode_t is None else target_s - ttft_target_s - decode_t
+    rows = [("queue (p99 wait)", budget["queue_s"], None), ("prefill", budget["prefill_s"], None),
+            ("TTFT = queue + prefill", budget["ttft_s"], ttft_target_s),
+            (f"decode = ({output_len:g} − 1) × TPOT", budget["decode_s"], decode_t),
+            ("network overhead", budget["network_s"], net_t), ("end-to-end", budget["total_s"], target_s)]
+    return [{"component": c, "predicted_ms": round(v * 1e3, 6), "budget_ms": None if t is None else round(t * 1e3, 6),
+             "margin_ms": None if t is None else round((t - v) * 1e3, 6) + 0.0} for c, v, t in rows]
+
+
+# --- show the math -----------------------------------------------------------------------------
+
+def _pm_sources(r: Roofline) -> list[str]:
+    e, g = r.efficiencies, r.gpu
+    return [f"peak {g.peak_flop_per_s[r.dtype_used] / 1e12:,.1f} TFLOP/s ({r.dtype_used}, dense) and HBM "
+            f"{g.memory_bandwidth_bytes_per_s / 1e9:,.0f} GB/s: {g.id} datasheet ({g.source or 'custom GPU'})",
+            f"efficiencies: compute {e.compute:.2f}, memory {e.memory:.2f}, step overhead "
+            f"{e.step_overhead_s * 1e3:.2f} ms (calculators/roofline.py, or the calibration in force)",
+            f"weights and KV bytes per GPU: {r.model.id} config, TP {_tp(r)} × PP {r.pipeline_parallel_size}"]
+
+
+def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
+    """The decode step at ``batch`` sequences of ``context_tokens``, term by term."""
+    c, e = r.coefficients, r.efficiencies
+    t = {k: _f(v) for k, v in r.decode_breakdown(batch, context_tokens).items()}
+    mb = r.micro_batches or r.pipeline_parallel_size
+    bs = batch / mb
+    w = min(context_tokens, c.window_tokens)
+    kv = _f(c.kv_full_bytes_per_token) * context_tokens + _f(c.kv_window_bytes_per_token) * w
+    touched = 1 - (1 - c.expert_hit_fraction) ** bs
+    formula = ("step = (m + pp − 1) × (max(compute, memory) + all-reduce) + hand-offs + overhead; "
+               "compute = B × (linear FLOP/token + attention FLOP/token/ctx × C) ÷ (peak × eff_c); "
+               "memory = (dense weights + expert weights × touched + B × KV bytes/seq(C)) ÷ (bandwidth × eff_m)")
+    attn = _f(c.attn_full_flop_per_token_ctx * context_tokens + c.attn_window_flop_per_token_ctx * w)
+    sub = (f"B = {bs:g}, C = {context_tokens:,.0f}; "
+           f"compute = {bs:g} × ({_f(c.linear_flop_per_token) / 1e9:,.3f} GFLOP + {attn / 1e9:,.3f} GFLOP attention)"
+           f" ÷ ({c.peak_flop_per_s / 1e12:,.1f} TFLOP/s × {e.compute:.2f}) = "
+           f"{_ms(t['compute_s'])}; memory = ({_f(c.dense_weight_bytes) / 1e9:,.2f} GB"
+           + (f" + {_f(c.expert_weight_bytes) / 1e9:,.2f} GB × {touched:.3f}" if c.expert_hit_fraction else "")
+           + f" + {bs:g} × {kv / 1e6:,.2f} MB) ÷ ({c.bandwidth_bytes_per_s / 1e9:,.0f} GB/s × {e.memory:.2f}) = "
+           f"{_ms(t['memory_s'])}; all-reduce {_ms(t['allreduce_s'])}"
+           + (f"; {c.pp - 1} hand-offs × {PP_HANDOFF_LATENCY_S * 1e6:.0f} µs + bubble "
+              f"{t['bubble_fraction']:.0%}" if c.pp > 1 else "")
+           + f"; overhead {_ms(e.step_overhead_s)} → step = TPOT = {_ms(t['step_s'])} "
+           f"({'memory' if t['memory_bound'] else 'compute'}-bound)")
+    return {"formula": formula, "substituted": sub, "sources": _pm_sources(r) + [
+        "rule: shared/DESIGN.md §4 (Roofline); calculators/roofline.py decode_terms"]}
+
+
+def math_crossover(r: Roofline, context_tokens: float, crossover: float | None) -> dict:
+    """Where decode's compute time reaches its memory time (dense part in closed form)."""
+    c, e = r.coefficients, r.efficiencies
+    w = min(context_tokens, c.window_tokens)
+    f_seq = _f(c.linear_flop_per_token + c.attn_full_flop_per_token_ctx * context_tokens
+               + c.attn_window_flop_per_token_ctx * w)
+    kv_seq = _f(c.kv_full_bytes_per_token * context_tokens + c.kv_window_bytes_per_token * w)
+    a = f_seq / (c.peak_flop_per_s * e.compute)  # compute seconds per sequence
+    k = kv_seq / (c.bandwidth_bytes_per_s * e.memory)  # KV seconds per sequence
+    wt = _f(c.dense_weight_bytes + c.expert_weight_bytes) / (c.bandwidth_bytes_per_s * e.memory)
+    formula = ("B* × F_seq ÷ (peak × eff_c) = (W + B* × KV_seq) ÷ (bandwidth × eff_m)  ⇒  "
+               "B* = t_W ÷ (t_F − t_KV), no crossover when t_F ≤ t_KV")
+    sub = (f"t_F = {f_seq / 1e9:,.3f} GFLOP ÷ ({c.peak_flop_per_s / 1e12:,.1f} T × {e.compute:.2f}) = "
+           f"{a * 1e6:,.2f} µs; t_KV = {kv_seq / 1e6:,.2f} MB ÷ ({c.bandwidth_bytes_per_s / 1e9:,.0f} G × "
+           f"{e.memory:.2f}) = {k * 1e6:,.2f} µs; t_W = {_ms(wt)} at C = {context_tokens:,.0f}; ")
+    if crossover is None or not math.isfinite(crossover):
+        sub += (f"t_F − t_KV = {(a - k) * 1e6:,.2f} µs ≤ 0: KV-cache reads keep decode memory-bound at every "
+                "batch size at this context")
+    else:
+        sub += (f"B* = {wt * 1e3:,.3f} ms ÷ {(a - k) * 1e6:,.2f} µs ≈ {wt / (a - k):,.0f}"
+                + (" (MoE: experts touched grow with B, solved by bisection)" if c.expert_hit_fraction else "")
+                + f"; bisection on the full model: {crossover:,.0f} sequences")
+    return {"formula": formula, "substituted": sub, "sources": _pm_sources(r) + [
+        "rule: shared/DESIGN.md §4; calculators/roofline.py crossover_batch_size"]}
+
+
+def math_ridge(r: Roofline) -> dict:
+    """Ridge point = peak FLOP/s ÷ bandwidth."""
+    g = r.gpu
+    peak, bw = g.peak_flop_per_s[r.dtype_used], g.memory_bandwidth_bytes_per_s
+    return {"formula": "ridge = peak FLOP/s ÷ memory bandwidth [FLOP/byte]",
+            "substituted": f"{peak / 1e12:,.1f} TFLOP/s ÷ {bw / 1e12:,.3f} TB/s = {peak / bw:,.1f} FLOP/byte",
+            "sources": _pm_sources(r)[:1] + ["Williams, Waterman & Patterson, 'Roofline', CACM 52(4), 2009"]}
+
+
+def math_knee(knee_doc: dict) -> dict:
+    """The knee rule with each doubling's gain."""
+    th = knee_doc.get("knee_threshold", KNEE_THRESHOLD)
+    curve = knee_doc.get("curve", [])
+    b = np.array([p["batch_size"] for p in curve], dtype=np.float64)
+    t = np.array([p["output_tokens_per_s"] for p in curve], dtype=np.float64)
+    gains = []
+    if b.size >= 2:
+        doubled = np.interp(np.log2(b * 2), np.log2(b), t)
+        gains = [f"{bb:,.0f}→{2 * bb:,.0f}: {(d / tt - 1):+.1%}" for bb, tt, d in zip(b, t, doubled, strict=True)
+                 if 2 * bb <= b.max()]
+    sub = "; ".join(gains) or "fewer than two batch sizes fit"
+    sub += (f" → knee = {knee_doc['knee_batch_size']:,.0f} (first gain below {th:.0%}; the KV limit "
+            f"{knee_doc['kv_batch_limit']:,} when every doubling still pays)" if knee_doc.get("knee_batch_size")
+            else "")
+    return {"formula": f"knee = smallest B on the 1, 2, 4, … grid with T(2B) ÷ T(B) − 1 < {th:.0%} "
+                       "(T: output tokens/s per replica; T(2B) interpolated in log B at the KV limit)",
+            "substituted": sub,
+            "sources": ["rule of thumb of seed 001 (stop where doubling the batch gains < 15 %)",
+                        "calculators/curves.py knee_batch; the same as `llmcap knee --json`"]}
+
+
+def math_throughput(perf_doc: dict) -> dict:
+    """Output tokens/s of a replica at a batch (continuous batching, steady state)."""
+    b, o, i = perf_doc["batch_size"], perf_doc["output_len"], perf_doc["input_len"]
+    tps = perf_doc["output_tokens_per_s"]
+    prefill_b = b * o / tps - o * perf_doc["tpot_s"]
+    return {"formula": "tokens/s = B × O ÷ (O × TPOT + prefill(B prompts)); per GPU = ÷ (TP × PP); "
+                       "end-to-end = TTFT + (O − 1) × TPOT",
+            "substituted": f"{b:,} × {o:,} ÷ ({o:,} × {_ms(perf_doc['tpot_s'])} + {_ms(prefill_b)}) = "
+                           f"{tps:,.0f} tokens/s; per GPU {perf_doc['output_tokens_per_s_per_gpu']:,.0f}; "
+                           f"end-to-end = {_ms(perf_doc['ttft_s'])} + ({o:,} − 1) × {_ms(perf_doc['tpot_s'])} = "
+                           f"{_ms(perf_doc['e2e_latency_s'])} (I = {i:,})",
+            "sources": ["calculators/serving.py serving_metrics (what a benchmark at concurrency B measures)"]}
+
+
+def math_budget(view: dict, *, batch: int, output_len: float, replicas: int, target_s: float) -> dict:
+    """The latency budget at a batch: queue + prefill + decode + network against the target."""
+    b, m = view["budget"], view["m"]
+    return {"formula": "end-to-end = queue (p99) + prefill + (O − 1) × TPOT + network; margin = target − total; "
+                       "max_wait = target − (prefill + decode) − network (seed 001: budget − service time)",
+            "substituted": f"{_ms(b['queue_s'])} + {_ms(b['prefill_s'])} + ({output_len:g} − 1) × "
+                           f"{_ms(m['tpot_s'])} + {_ms(b['network_s'])} = {_ms(b['total_s'])}; margin = "
+                           f"{_ms(target_s)} − {_ms(b['total_s'])} = {_ms(b['margin_s'])}; max_wait = "
+                           f"{_ms(target_s)} − {_ms(b['prefill_s'] + b['decode_s'])} − {_ms(b['network_s'])} "
+                           f"= {_ms(b['max_wait_s'])} (batch {batch:,}, {replicas:,} replica(s))",
+            "sources": ["calculators/latency_budget.py latency_budget", "calculators/serving.py serving_metrics",
+                        "seed 001: 'If p95 budget is 300 ms and S_base is 200 ms, max_wait must be ≤ 100 ms'"]}
+
+
+def math_queue(view: dict, *, batch: int, replicas: int, request_rate_per_s: float) -> dict:
+    """The queue part of TTFT: M/M/c with c = batch slots and service = end-to-end at that batch."""
+    m = view["m"]
+    return {"formula": "λ = rate ÷ replicas; ρ = λ × S ÷ c; W_q(p99) = ln(C(c, λS) ÷ 0.01) ÷ (c ÷ S − λ) "
+                       "when C > 0.01, else 0 (Erlang C; Allen–Cunneen factor (1 + cv²)/2 = 1 for cv = 1)",
+            "substituted": f"λ = {request_rate_per_s:g} ÷ {replicas:,} = {view['rate_per_replica']:,.3f} req/s; "
+                           f"S = {_ms(m['e2e_latency_s'])}; c = {batch:,}; ρ = {view['utilisation']:.3f}; "
+                           f"P(wait) = {view['prob_wait']:.4f}; mean wait {_ms(view['wait_mean_s'])}, "
+                           f"p99 wait {_ms(view['wait_p99_s'])}",
+            "sources": ["calculators/queueing.py batched_server_wait (Kleinrock 1975 §3.5; Gross & Harris 1998 "
+                        "§2.3, §7.2)"]}

@@ -1,0 +1,89 @@
+"""The JSON documents of ``llmcap perf`` and ``llmcap knee`` (and the app's downloads)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from calculators.errors import InvalidInputError
+from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_batch, slo_batch
+from calculators.perf.roofline import Roofline, crossover_batch_size, ridge_point
+from calculators.perf.serving import serving_metrics
+from calculators.vllm.capacity import request_blocks, vllm_capacity
+
+
+def kv_batch_limit(r: Roofline, context_tokens: int, **capacity_flags) -> int:
+    """Largest batch of ``context_tokens``-token sequences the KV pool holds (vLLM accounting)."""
+    res = vllm_capacity(r.model, gpu=r.gpu, tensor_parallel_size=int(np.ravel(r.tensor_parallel_size)[0]),
+                        pipeline_parallel_size=r.pipeline_parallel_size, quantization=r.quantization,
+                        kv_cache_dtype=r.kv_cache_dtype, **capacity_flags)
+    if not res.fits and res.binding.num_blocks == 0:
+        return 0
+    per_seq = request_blocks(r.model, res.binding.groups, int(context_tokens), res.settings)
+    return int(min(s.num_blocks for s in res.stages) // per_seq)
+
+
+def _check_context(r: Roofline, tokens: float) -> None:
+    if tokens > r.model.max_position_embeddings:
+        raise InvalidInputError("input_len + output_len", int(tokens),
+                                f"at most max_position_embeddings ({r.model.max_position_embeddings}) of {r.model.id}")
+
+
+def perf_document(r: Roofline, *, batch_size: int, input_len: int, output_len: int) -> dict:
+    """Prefill, decode, TTFT, TPOT, latency, throughput and bound at one batch size (SI units)."""
+    _check_context(r, input_len + output_len)
+    m = {k: float(np.ravel(v)[0]) for k, v in serving_metrics(r, batch_size, input_len, output_len).items()}
+    terms = r.decode_breakdown(batch_size, input_len + output_len / 2)
+    cross = float(np.ravel(crossover_batch_size(r, input_len + output_len / 2))[0])
+    limit = kv_batch_limit(r, input_len + output_len)
+    doc = {
+        "model": r.model.id, "gpu": r.gpu.id, "tensor_parallel_size": int(np.ravel(r.tensor_parallel_size)[0]),
+        "pipeline_parallel_size": r.pipeline_parallel_size, "compute_dtype": r.dtype_used,
+        "batch_size": batch_size, "input_len": input_len, "output_len": output_len, **m,
+        "bound": "memory" if bool(np.ravel(terms["memory_bound"])[0]) else "compute",
+        "decode_compute_s": float(np.ravel(terms["compute_s"])[0]),
+        "decode_memory_s": float(np.ravel(terms["memory_s"])[0]),
+        "decode_allreduce_s": float(np.ravel(terms["allreduce_s"])[0]),
+        "step_overhead_s": r.efficiencies.step_overhead_s,
+        "ridge_point_flop_per_byte": ridge_point(r.gpu, r.dtype_used),
+        "crossover_batch_size": None if math.isinf(cross) else cross,
+        "crossover_note": ("KV-cache reads keep decode memory-bound at every batch size at this context"
+                           if math.isinf(cross) else f"decode turns compute-bound above ≈{cross:.0f} sequences"),
+        "kv_batch_limit": limit,
+        "efficiencies": {"compute": r.efficiencies.compute, "memory": r.efficiencies.memory},
+    }
+    if batch_size > limit:
+        doc["warning"] = f"batch {batch_size} exceeds the KV cache: at most {limit} sequences of " \
+                         f"{input_len + output_len} tokens fit"
+    return doc
+
+
+def knee_document(r: Roofline, *, input_len: int, output_len: int, ttft_target_s: float | None = None,
+                  tpot_target_s: float | None = None, threshold: float = KNEE_THRESHOLD,
+                  max_batch: int | None = None) -> dict:
+    """The knee (doubling gains < threshold) and the SLO batch, up to the KV-capacity limit."""
+    _check_context(r, input_len + output_len)
+    limit = kv_batch_limit(r, input_len + output_len)
+    top = max_batch or limit
+    if top < 1:
+        return {"model": r.model.id, "gpu": r.gpu.id, "kv_batch_limit": limit, "knee_batch_size": None,
+                "slo_batch_size": None, "message": "not even one sequence of this length fits in the KV cache"}
+    c = batch_curve_arrays(r, input_len, output_len, top)
+    knee = knee_batch(c["batch_size"], c["output_tokens_per_s"], threshold)
+    slo = slo_batch(c["batch_size"], c["ttft_s"], c["tpot_s"], ttft_target_s=ttft_target_s,
+                    tpot_target_s=tpot_target_s)
+    records = [{k: float(v[i]) for k, v in c.items()} for i in range(len(c["batch_size"]))]
+    doc = {"model": r.model.id, "gpu": r.gpu.id, "tensor_parallel_size": int(np.ravel(r.tensor_parallel_size)[0]),
+           "input_len": input_len, "output_len": output_len, "knee_threshold": threshold, "kv_batch_limit": limit,
+           "knee_batch_size": knee, "slo_batch_size": slo, "curve": records}
+    if slo is None:
+        best_tpot, best_ttft = float(c["tpot_s"].min()), float(c["ttft_s"].min())
+        parts = []
+        if tpot_target_s is not None and best_tpot > tpot_target_s:
+            parts.append(f"TPOT ≥ {best_tpot * 1e3:.0f} ms at any batch on this GPU")
+        if ttft_target_s is not None and best_ttft > ttft_target_s:
+            parts.append(f"TTFT ≥ {best_ttft * 1e3:.0f} ms at any batch on this GPU")
+        doc["message"] = "no batch size meets the SLO: " + "; ".join(parts or ["targets conflict"])
+    else:
+        doc["message"] = f"knee at batch {knee:.0f}; largest batch meeting the SLO: {slo:.0f}"
+    return doc

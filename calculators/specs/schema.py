@@ -1,0 +1,160 @@
+"""Frozen, validated specifications of accelerators and models, in SI units.
+
+Data files use datasheet units in their key names (``memory_bandwidth_gb_per_s``); these classes
+hold SI values (bytes, bytes/s, FLOP/s) and are built once on load by :mod:`calculators.specs.catalog`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from calculators.units import GB, TFLOP, GiB
+
+LayerType = Literal["full_attention", "sliding_attention", "chunked_attention"]
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Price(_Frozen):
+    """An indicative on-demand price for one GPU-hour."""
+
+    provider: str
+    usd_per_gpu_hour: float = Field(gt=0)
+    as_of: str
+    source: str
+    note: str = ""
+
+
+class GPUSpec(_Frozen):
+    """One accelerator. Compute is the **dense** peak; the link bandwidth is per direction."""
+
+    id: str
+    name: str
+    aliases: tuple[str, ...] = ()
+    vendor: str
+    architecture: str
+    memory_gb_marketed: float = Field(gt=0)
+    memory_bytes: float = Field(gt=0, description="total memory as the framework reports it")
+    memory_note: str
+    memory_bandwidth_bytes_per_s: float = Field(gt=0)
+    peak_flop_per_s: dict[str, float]
+    scale_up_link: str
+    scale_up_bytes_per_s_per_direction: float = Field(ge=0)
+    gpus_per_node: int = Field(ge=1)
+    tdp_w: float | None = Field(default=None, gt=0)
+    prices: tuple[Price, ...] = ()
+    source: str
+    as_of: str
+    unverified: tuple[str, ...] = ()
+
+    @field_validator("peak_flop_per_s")
+    @classmethod
+    def _known_dtypes(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = [k for k in v if k not in DTYPES]
+        if bad:
+            raise ValueError(f"unknown dtype(s) {bad}; allowed {DTYPES}")
+        if any(not (x > 0 and math.isfinite(x)) for x in v.values()):
+            raise ValueError("peak FLOP/s must be positive and finite")
+        return v
+
+    @property
+    def memory_gib(self) -> float:
+        return self.memory_bytes / GiB
+
+    @classmethod
+    def from_datasheet(cls, row: dict) -> GPUSpec:
+        """Build from a data-file row that uses datasheet units in its key names."""
+        row = dict(row)
+        row["memory_bytes"] = row.pop("memory_gib_reported") * GiB
+        row["memory_bandwidth_bytes_per_s"] = row.pop("memory_bandwidth_gb_per_s") * GB
+        row["peak_flop_per_s"] = {k: v * TFLOP for k, v in row.pop("dense_tflop_per_s").items()}
+        row["scale_up_bytes_per_s_per_direction"] = row.pop("scale_up_gb_per_s_per_direction") * GB
+        row["prices"] = tuple(Price(**p) for p in row.pop("price", ()))
+        return cls(**row)
+
+
+class ModelSpec(_Frozen):
+    """The architecture numbers that decide memory and FLOP, named as in Hugging Face configs."""
+
+    id: str
+    aliases: tuple[str, ...] = ()
+    architecture: str
+    hidden_size: int = Field(gt=0)
+    num_hidden_layers: int = Field(gt=0)
+    num_attention_heads: int = Field(gt=0)
+    num_key_value_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    intermediate_size: int = Field(ge=0, description="dense FFN width (0 if every layer is MoE)")
+    vocab_size: int = Field(gt=0)
+    max_position_embeddings: int = Field(gt=0)
+    tie_word_embeddings: bool = False
+    torch_dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
+    gated_mlp: bool = True
+    attention_bias: bool = False
+    norm_bias: bool = False
+    rotary_dim: int = Field(default=0, ge=0, description="0 for models without rotary embeddings")
+    rope_cache_positions: int = Field(default=0, ge=0, description="rows of vLLM's cos/sin cache")
+    num_rope_caches: int = Field(default=1, ge=0)
+    layer_types: tuple[LayerType, ...]
+    sliding_window: int | None = Field(default=None, gt=0)
+    attention_chunk_size: int | None = Field(default=None, gt=0)
+    kv_lora_rank: int | None = Field(default=None, gt=0)
+    q_lora_rank: int | None = Field(default=None, gt=0)
+    qk_rope_head_dim: int | None = Field(default=None, gt=0)
+    qk_nope_head_dim: int | None = Field(default=None, gt=0)
+    v_head_dim: int | None = Field(default=None, gt=0)
+    num_experts: int = Field(default=0, ge=0)
+    num_experts_per_tok: int = Field(default=0, ge=0)
+    moe_intermediate_size: int = Field(default=0, ge=0)
+    num_shared_experts: int = Field(default=0, ge=0)
+    shared_expert_intermediate_size: int = Field(default=0, ge=0)
+    moe_layers: tuple[int, ...] = ()
+    quantization: str | None = None
+    quantization_group_size: int | None = None
+    params_total_card: float | None = None
+    params_active_card: float | None = None
+    params_source: str = ""
+    source: str = ""
+    as_of: str = ""
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelSpec:
+        if len(self.layer_types) != self.num_hidden_layers:
+            raise ValueError("layer_types must have one entry per hidden layer")
+        if "sliding_attention" in self.layer_types and self.sliding_window is None:
+            raise ValueError("sliding_attention layers need sliding_window")
+        if "chunked_attention" in self.layer_types and self.attention_chunk_size is None:
+            raise ValueError("chunked_attention layers need attention_chunk_size")
+        if any(not 0 <= i < self.num_hidden_layers for i in self.moe_layers):
+            raise ValueError("moe_layers must index hidden layers")
+        if self.moe_layers and not (0 < self.num_experts_per_tok <= self.num_experts):
+            raise ValueError("MoE layers need 0 < num_experts_per_tok <= num_experts")
+        return self
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.moe_layers)
+
+    @property
+    def attention_type(self) -> str:
+        """MLA, MHA, MQA or GQA, by the KV heads the cache stores."""
+        if self.is_mla:
+            return "MLA"
+        if self.num_key_value_heads == self.num_attention_heads:
+            return "MHA"
+        return "MQA" if self.num_key_value_heads == 1 else "GQA"
+
+    @property
+    def is_hybrid(self) -> bool:
+        """True when layers of different attention kinds share the KV pool."""
+        return len(set(self.layer_types)) > 1
