@@ -8,6 +8,7 @@ from calculators.errors import InvalidInputError
 from calculators.report import explain_capacity as explain
 from calculators.scenario import VLLM_RELEASES
 from calculators.units import GiB
+from calculators.vllm.concurrency import concurrency_curve
 
 ctx = state.computed()
 st.title("KV cache & concurrency")
@@ -26,8 +27,9 @@ if not widgets.show_error(ctx):
 
     st.subheader("Concurrency against context length")
     advice = doc.get("max_num_seqs_advice")
-    st.plotly_chart(charts.concurrency_chart(explain.concurrency_curve(model, doc), s["max_model_len"],
-                                             advice["mean_len"] if advice else None), key="concurrency_chart")
+    st.plotly_chart(charts.concurrency_chart(
+        concurrency_curve(model, ctx.result, typical_len=advice["mean_len"] if advice else None),
+        s["max_model_len"], advice["mean_len"] if advice else None), key="concurrency_chart")
     st.metric(f"Max concurrency at max_model_len {s['max_model_len']:,}", f"{doc['max_concurrency']:.2f}x")
     widgets.show_math("Max concurrency", explain.math_concurrency(doc))
 

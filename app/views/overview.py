@@ -6,6 +6,7 @@ import streamlit as st
 from app.ui import state, widgets
 from calculators.report import explain_capacity as explain
 from calculators.units import GiB
+from calculators.vllm.concurrency import concurrency
 
 
 def _throughput_latency(ctx) -> None:
@@ -53,7 +54,7 @@ if not widgets.show_error(ctx):
     c[0].metric("KV cache per token per GPU [bytes]", f"{doc['kv_cache_bytes_per_token']:,}")
     if typical:
         c[1].metric(f"Concurrency at typical length {typical:,.0f}",
-                    f"{explain.concurrency_at(model, doc, typical):,.2f}x")
+                    f"{float(concurrency(model, ctx.result, typical)):,.2f}x")
         c[2].metric("Suggested max_num_seqs", f"{advice['recommended_max_num_seqs']:,}",
                     help=f"pool holds {advice['concurrency_at_mean']:,} sequences of mean length, "
                          f"{advice['concurrency_at_p95']:,} at p95")

@@ -44,7 +44,8 @@ from calculators.planning.fleet import (
 from calculators.planning.queueing import batched_server_wait
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive
-from calculators.vllm.capacity import request_blocks, vllm_capacity
+from calculators.vllm.capacity import vllm_capacity
+from calculators.vllm.concurrency import batch_limit
 
 #: PCIe 5.0 x16 per direction: 32 GT/s × 16 lanes ÷ 8 ≈ 64 GB/s raw, ~63 GB/s after 128b/130b
 #: encoding (PCI-SIG PCIe 5.0 base specification). Used when a GPU has no scale-up link.
@@ -201,8 +202,7 @@ def _decode_pool(model: ModelSpec, lay: Layout, w: Workload, cap_u: float, kw: d
     cap = _capacity(model, lay, w, kw)
     if not cap.fits:
         return None
-    blocks = min(s.num_blocks for s in cap.stages)
-    limit = int(blocks // request_blocks(model, cap.binding.groups, w.longest_len, cap.settings))
+    limit = batch_limit(model, cap, w.longest_len)
     if limit < 1:
         return None
     kw = {**kw, "max_num_batched_tokens": cap.settings.max_num_batched_tokens}

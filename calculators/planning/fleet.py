@@ -24,7 +24,8 @@ from calculators.perf.serving import serving_metrics
 from calculators.planning.queueing import max_arrival_rate_for_wait
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive
-from calculators.vllm.capacity import request_blocks, vllm_capacity
+from calculators.vllm.capacity import vllm_capacity
+from calculators.vllm.concurrency import batch_limit
 
 TP_SIZES = (1, 2, 4, 8, 16)
 PP_SIZES = (1, 2, 4)
@@ -218,9 +219,8 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     if not cap.fits:
         plan.message = cap.message
         return plan
-    blocks = min(s.num_blocks for s in cap.stages)
-    limit = blocks // request_blocks(model, cap.binding.groups, w.longest_len, cap.settings)
-    plan.kv_cache_tokens, plan.kv_batch_limit = cap.kv_cache_tokens, int(limit)
+    limit = batch_limit(model, cap, w.longest_len)
+    plan.kv_cache_tokens, plan.kv_batch_limit = cap.kv_cache_tokens, limit
     if limit < 1:
         plan.message = f"does not fit: the KV cache holds no request of {w.longest_len:,} tokens"
         return plan

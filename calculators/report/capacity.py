@@ -8,6 +8,7 @@ from calculators.specs.schema import ModelSpec
 from calculators.units import GiB
 from calculators.vllm.advice import max_num_seqs_advice, vllm_serve_command
 from calculators.vllm.capacity import CapacityResult
+from calculators.vllm.concurrency import pool_blocks
 
 FORMAT_VERSION = 1
 
@@ -43,7 +44,7 @@ def capacity_document(model: ModelSpec, result: CapacityResult, *, mean_len: flo
         "available_kv_cache_bytes": st.available.value,
         "available_kv_cache_bytes_low": st.available.low,
         "available_kv_cache_bytes_high": st.available.high,
-        "num_gpu_blocks": min(x.num_blocks for x in result.stages),
+        "num_gpu_blocks": pool_blocks(result),
         "blocks_per_request": result.blocks_per_request,
         "kv_cache_tokens": result.kv_cache_tokens,
         "kv_cache_tokens_low": result.kv_cache_tokens_low,

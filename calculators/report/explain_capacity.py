@@ -10,9 +10,7 @@ import csv
 import io
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from calculators.memory.kv_cache import kv_element_bytes, kv_heads_per_rank, layer_window
+from calculators.memory.kv_cache import kv_element_bytes, kv_heads_per_rank
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.units import GiB
 from calculators.vllm.versions import parse_vllm_version
@@ -39,47 +37,6 @@ def memory_breakdown(doc: dict) -> pd.DataFrame:
         parts["headroom"] = max(0.0, total - sum(parts.values()))
         rows += [{"stage": f"stage {st['stage']}", "part": p, "gib": v / GiB} for p, v in parts.items()]
     return pd.DataFrame(rows)
-
-
-def request_blocks(model: ModelSpec, doc: dict, lengths: np.ndarray) -> np.ndarray:
-    """Blocks one request of each length holds (vLLM ``max_memory_usage_bytes``), vectorised."""
-    s = doc["settings"]
-    b, mnbt = s["block_size"], s["max_num_batched_tokens"]
-    st = doc["stages"][doc["binding_stage"]]
-    total = np.zeros_like(lengths, dtype=np.int64)
-    for g in st["kv_groups"]:
-        kind = g["layer_type"]
-        if kind == "full_attention":
-            n = -(-lengths // b)
-        elif kind == "sliding_attention":
-            n = -(-np.minimum(int(layer_window(model, kind)) - 1 + mnbt, lengths) // b) + 1
-        else:
-            n = -(-np.minimum(int(layer_window(model, kind)) + mnbt, lengths) // b)
-        total = total + n
-    return total
-
-
-def concurrency_curve(model: ModelSpec, doc: dict, *, points: int = 60) -> pd.DataFrame:
-    """Sequences of each context length the KV pool holds at once: ``num_gpu_blocks / blocks(L)``.
-
-    Lengths run geometrically from one block to ``max_model_len`` (both included, plus the typical
-    length when the document has max_num_seqs advice).
-    """
-    import pandas as pd
-    s = doc["settings"]
-    mml = s["max_model_len"]
-    lengths = np.unique(np.concatenate([
-        np.geomspace(s["block_size"], mml, points).round().astype(np.int64), [mml],
-        [int(doc["max_num_seqs_advice"]["mean_len"])] if doc.get("max_num_seqs_advice") else []]).astype(np.int64))
-    lengths = lengths[(lengths >= 1) & (lengths <= mml)]
-    conc = doc["num_gpu_blocks"] / request_blocks(model, doc, lengths)
-    return pd.DataFrame({"context_tokens": lengths, "max_concurrency": conc})
-
-
-def concurrency_at(model: ModelSpec, doc: dict, length: float) -> float:
-    """Sequences of ``length`` tokens the pool holds at once (capped at ``max_model_len``)."""
-    n = min(int(np.ceil(length)), doc["settings"]["max_model_len"])
-    return float(doc["num_gpu_blocks"] / request_blocks(model, doc, np.array([n]))[0])
 
 
 def memory_rows(doc: dict) -> list[dict]:

@@ -20,8 +20,8 @@ from calculators.perf.serving import serving_metrics
 from calculators.planning.fleet import UTILISATION_CAP
 from calculators.planning.queueing import batched_server_wait
 from calculators.report.perf import knee_document, perf_document
-from calculators.specs.schema import ModelSpec
-from calculators.vllm.capacity import CapacityResult, request_blocks
+from calculators.vllm.capacity import CapacityResult
+from calculators.vllm.concurrency import batch_limit
 
 #: Decode batch sizes whose operating points the roofline chart shows (with the knee and the KV limit).
 ROOFLINE_BATCHES = (1, 4, 16, 64, 256, 1024)
@@ -37,21 +37,6 @@ def _ms(x: float) -> str:
 
 # --- the documents at the scenario's KV limit --------------------------------------------------
 
-def kv_limit(model: ModelSpec, result: CapacityResult, context_tokens: float) -> int:
-    """Largest batch of ``context_tokens``-token sequences the scenario's KV pool holds [sequences].
-
-    The rule of :func:`calculators.report.perf.kv_batch_limit` (vLLM's blocks per request against the
-    smallest stage's pool) applied to the capacity result already computed with the scenario's flags
-    (``gpu_memory_utilization``, ``block_size``, …); 0 when the context exceeds ``max_model_len``
-    (vLLM refuses such a request) or nothing fits.
-    """
-    n = int(math.ceil(context_tokens))
-    if (not result.fits and result.binding.num_blocks == 0) or n > result.settings.max_model_len:
-        return 0
-    per_seq = request_blocks(model, result.binding.groups, n, result.settings)
-    return int(min(s.num_blocks for s in result.stages) // per_seq)
-
-
 def performance_summary(r: Roofline, result: CapacityResult, *, input_len: int, output_len: int,
                         ttft_target_s: float | None, tpot_target_s: float | None,
                         threshold: float = KNEE_THRESHOLD) -> dict:
@@ -61,7 +46,7 @@ def performance_summary(r: Roofline, result: CapacityResult, *, input_len: int, 
     The suggested batch is the largest batch meeting the SLO when it is below the knee, else the knee.
     Returns ``{"limit", "knee", "perf" (None when nothing fits), "batch", "crossover"}``.
     """
-    limit = kv_limit(r.model, result, input_len + output_len)
+    limit = batch_limit(r.model, result, input_len + output_len)
     if limit < 1:
         knee = {"model": r.model.id, "gpu": r.gpu.id, "kv_batch_limit": limit, "knee_batch_size": None,
                 "slo_batch_size": None, "curve": [],

@@ -9,7 +9,8 @@ from calculators.errors import InvalidInputError
 from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_batch, slo_batch
 from calculators.perf.roofline import Roofline, crossover_batch_size, ridge_point
 from calculators.perf.serving import serving_metrics
-from calculators.vllm.capacity import request_blocks, vllm_capacity
+from calculators.vllm.capacity import vllm_capacity
+from calculators.vllm.concurrency import batch_limit
 
 
 def kv_batch_limit(r: Roofline, context_tokens: int, **capacity_flags) -> int:
@@ -17,10 +18,7 @@ def kv_batch_limit(r: Roofline, context_tokens: int, **capacity_flags) -> int:
     res = vllm_capacity(r.model, gpu=r.gpu, tensor_parallel_size=int(np.ravel(r.tensor_parallel_size)[0]),
                         pipeline_parallel_size=r.pipeline_parallel_size, quantization=r.quantization,
                         kv_cache_dtype=r.kv_cache_dtype, **capacity_flags)
-    if not res.fits and res.binding.num_blocks == 0:
-        return 0
-    per_seq = request_blocks(r.model, res.binding.groups, int(context_tokens), res.settings)
-    return int(min(s.num_blocks for s in res.stages) // per_seq)
+    return batch_limit(r.model, res, context_tokens)
 
 
 def _check_context(r: Roofline, tokens: float) -> None:

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
 from calculators.memory.kv_cache import (
@@ -137,24 +138,27 @@ def kv_groups(layer_types: tuple[str, ...], hybrid_manager: bool) -> tuple[KVGro
     return tuple(KVGroup(k, size) for k, n in counts.items() for _ in range(math.ceil(n / size)))
 
 
-def blocks_per_request(model: ModelSpec, group: KVGroup, seq_len: int, block_size: int,
-                       max_num_batched_tokens: int) -> int:
-    """Blocks one request of ``seq_len`` tokens holds in a group (vLLM ``max_memory_usage_bytes``).
+def blocks_per_request(model: ModelSpec, group: KVGroup, seq_len: ArrayLike, block_size: int,
+                       max_num_batched_tokens: int) -> np.ndarray:
+    """Blocks one request of ``seq_len`` tokens holds in a group (vLLM ``max_memory_usage_bytes``), vectorised.
 
     Full attention: ``ceil(len / B)``. Sliding window: ``ceil(min(window − 1 + max_num_batched_tokens,
-    len) / B) + 1``. Chunked local: ``ceil(min(chunk + max_num_batched_tokens, len) / B)``.
+    len) / B) + 1``. Chunked local: ``ceil(min(chunk + max_num_batched_tokens, len) / B)``
+    (docs/vllm-memory.md §3.4, §4).
     """
+    n = np.asarray(seq_len, dtype=np.int64)
     if group.layer_type == "full_attention":
-        return -(-seq_len // block_size)
+        return -(-n // block_size)
     window = int(layer_window(model, group.layer_type))
     if group.layer_type == "sliding_attention":
-        return -(-min(window - 1 + max_num_batched_tokens, seq_len) // block_size) + 1
-    return -(-min(window + max_num_batched_tokens, seq_len) // block_size)
+        return -(-np.minimum(window - 1 + max_num_batched_tokens, n) // block_size) + 1
+    return -(-np.minimum(window + max_num_batched_tokens, n) // block_size)
 
 
-def request_blocks(model: ModelSpec, groups: tuple[KVGroup, ...], seq_len: int, s: Settings) -> int:
+def request_blocks(model: ModelSpec, groups: tuple[KVGroup, ...], seq_len: ArrayLike, s: Settings) -> np.ndarray:
     """Blocks one request of ``seq_len`` tokens holds across all KV groups (see :func:`blocks_per_request`)."""
-    return sum(blocks_per_request(model, g, seq_len, s.block_size, s.max_num_batched_tokens) for g in groups)
+    return sum((blocks_per_request(model, g, seq_len, s.block_size, s.max_num_batched_tokens) for g in groups),
+               start=np.zeros(np.shape(seq_len), dtype=np.int64))
 
 
 def estimate_max_model_len(model: ModelSpec, stage: StageMemory, s: Settings) -> int:
@@ -285,7 +289,7 @@ def printed_kv_numbers(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVe
     if v.engine == "V0" or not v.at_least(0, 9, 1):
         tokens = num_blocks * s.block_size
         return tokens, tokens / mml
-    concurrency = num_blocks / request_blocks(model, st.groups, mml, s)
+    concurrency = num_blocks / int(request_blocks(model, st.groups, mml, s))
     if not v.at_least(0, 21):
         return (num_blocks // len(st.groups)) * s.block_size, concurrency
     return int(concurrency * mml), concurrency
@@ -330,7 +334,7 @@ def _failure(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVersion) -> 
     if st.available.value <= 0 or st.num_blocks == 0:
         return ("ValueError: No available memory for the cache blocks. Try increasing "
                 "`gpu_memory_utilization` when initializing the engine."), 0
-    per_request = request_blocks(model, st.groups, s.max_model_len, s)
+    per_request = int(request_blocks(model, st.groups, s.max_model_len, s))
     if per_request <= st.num_blocks:
         return None, None
     estimate = estimate_max_model_len(model, st, s)
@@ -356,7 +360,7 @@ def _report(model: ModelSpec, name: str, total: float, s: Settings, v: VllmVersi
     tokens_hi, conc_hi = printed_kv_numbers(model, st, s, v, hi_blocks)
     failure, estimate = _failure(model, st, s, v)
     fits = failure is None
-    per_request = request_blocks(model, st.groups, s.max_model_len, s)
+    per_request = int(request_blocks(model, st.groups, s.max_model_len, s))
     g = GiB
     if fits:
         message = (f"fits: {tokens:,} KV-cache tokens, {conc:.2f}x concurrency at {s.max_model_len:,} tokens "

@@ -302,10 +302,10 @@ def test_catalog_failure_at_start_up_names_the_file(make_app, data_dir, name, da
 
 
 def test_unexpected_error_shows_an_id_and_logs_the_traceback(make_app, monkeypatch, caplog):
-    from calculators.report import explain_capacity as explain
+    from calculators.vllm import concurrency
     def boom(*a, **k):
         raise RuntimeError("secret internal detail")
-    monkeypatch.setattr(explain, "concurrency_at", boom)
+    monkeypatch.setattr(concurrency, "concurrency", boom)
     with caplog.at_level(logging.ERROR, logger="llmcap.app"):
         at = make_app(model="meta-llama/Llama-3.1-8B", gpu="H100")
     assert not at.exception
@@ -320,11 +320,11 @@ def test_unexpected_error_shows_an_id_and_logs_the_traceback(make_app, monkeypat
 
 def test_input_error_inside_a_page_is_shown_as_it_is(make_app, monkeypatch):
     from calculators.errors import InvalidInputError
-    from calculators.report import explain_capacity as explain
+    from calculators.vllm import concurrency
 
     def bad(*a, **k):
         raise InvalidInputError("mean_len", -1, "a positive number")
-    monkeypatch.setattr(explain, "concurrency_at", bad)
+    monkeypatch.setattr(concurrency, "concurrency", bad)
     at = make_app(model="meta-llama/Llama-3.1-8B", gpu="H100")
     assert not at.exception
     assert any(e.value == "mean_len: got -1; a positive number" for e in at.error)

@@ -1,0 +1,61 @@
+"""How many requests a computed KV pool holds: the batch limit, and concurrency over context length.
+
+All three read a :class:`~calculators.vllm.capacity.CapacityResult` (the pool vLLM would allocate with
+the scenario's flags) and count blocks as vLLM's scheduler does: a request of ``L`` tokens holds
+:func:`~calculators.vllm.capacity.request_blocks` blocks (``ceil(L / block_size)`` for full attention;
+windowed layers cap it), and the pool is the smallest pipeline stage's ``num_gpu_blocks``
+(docs/vllm-memory.md §4–§5).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from calculators.specs.schema import ModelSpec
+from calculators.vllm.capacity import CapacityResult, request_blocks
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def pool_blocks(result: CapacityResult) -> int:
+    """KV blocks every stage can give: the smallest stage's ``num_gpu_blocks`` [blocks]."""
+    return int(min(s.num_blocks for s in result.stages))
+
+
+def batch_limit(model: ModelSpec, result: CapacityResult, context_tokens: float) -> int:
+    """Largest batch of ``context_tokens``-token sequences the pool holds at once [sequences].
+
+    ``floor(pool_blocks / request_blocks(ceil(context_tokens)))``; 0 when the context exceeds
+    ``max_model_len`` (vLLM refuses such a request) or no block is left.
+    """
+    n = int(np.ceil(context_tokens))
+    if pool_blocks(result) <= 0 or n > result.settings.max_model_len:
+        return 0
+    return pool_blocks(result) // int(request_blocks(model, result.binding.groups, n, result.settings))
+
+
+def concurrency(model: ModelSpec, result: CapacityResult, lengths: ArrayLike) -> np.ndarray:
+    """Sequences of each length the pool holds at once, fractional as vLLM prints it [sequences].
+
+    ``num_gpu_blocks / request_blocks(L)`` with ``L`` capped at ``max_model_len``; vectorised.
+    """
+    n = np.minimum(np.ceil(np.asarray(lengths, dtype=float)), result.settings.max_model_len).astype(np.int64)
+    return pool_blocks(result) / request_blocks(model, result.binding.groups, n, result.settings)
+
+
+def concurrency_curve(model: ModelSpec, result: CapacityResult, *, points: int = 60,
+                      typical_len: float | None = None) -> pd.DataFrame:
+    """Concurrency over context length (tidy: ``context_tokens``, ``max_concurrency``).
+
+    Lengths run geometrically from one block to ``max_model_len`` (both included, plus ``typical_len``).
+    """
+    import pandas as pd
+    s = result.settings
+    extra = [int(typical_len)] if typical_len else []
+    lengths = np.unique(np.concatenate([np.geomspace(s.block_size, s.max_model_len, points).round(),
+                                        [s.max_model_len], extra]).astype(np.int64))
+    lengths = lengths[(lengths >= 1) & (lengths <= s.max_model_len)]
+    return pd.DataFrame({"context_tokens": lengths, "max_concurrency": concurrency(model, result, lengths)})
