@@ -12,6 +12,8 @@ import streamlit as st
 from app.ui import perf, sim_charts, state, widgets
 from calculators.errors import InvalidInputError
 from calculators.report import explain_sim
+from calculators.sim import analysis
+from calculators.sim.analysis import sweep_grid
 from calculators.sim.engine import SLO, ContinuousBatching, StaticBatching, continuous_vs_static, simulate
 from calculators.sim.workload import (
     ClosedLoop,
@@ -256,29 +258,29 @@ def _show_results(ctx, source: str, keys: list[str]) -> None:
     if len(runs) == 2:
         (na, a), (nb, b) = runs.items()
         st.subheader("Policy A beside policy B")
-        st.metric("Throughput ratio A ÷ B (requests/s)", f"{explain_sim.throughput_ratio(a, b):,.2f}×")
+        st.metric("Throughput ratio A ÷ B (requests/s)", f"{analysis.throughput_ratio(a, b):,.2f}×")
         st.dataframe(explain_sim.compare_table(a, b), hide_index=True, key="sim_compare_table",
                      column_config={c: st.column_config.NumberColumn(format="%.2f") for c in ("A", "B", "A ÷ B")})
     st.subheader("Time line")
-    st.plotly_chart(sim_charts.timeline({n: explain_sim.timeline_frame(r) for n, r in runs.items()}),
+    st.plotly_chart(sim_charts.timeline({n: analysis.timeline_frame(r) for n, r in runs.items()}),
                     key="sim_timeline")
     st.subheader("Latency CDFs")
-    curves = {label: {n: explain_sim.latency_cdf(r, m) for n, r in runs.items()}
+    curves = {label: {n: analysis.latency_cdf(r, m) for n, r in runs.items()}
               for m, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2e", "end-to-end"))}
     targets = {"TTFT": slo.ttft_s and slo.ttft_s * 1e3, "TPOT": slo.tpot_s and slo.tpot_s * 1e3}
     st.plotly_chart(sim_charts.latency_cdfs(curves, slo_ms=targets), key="sim_cdfs")
     st.subheader("Little's law and the closed forms")
     for name, res in runs.items():
-        chk = explain_sim.little_check(res)
-        msg = (f"{name} — Little's law L = λW: L = {chk['L']:,.3f} requests, λ·W = {chk['lambda_W']:,.3f} "
-               f"(gap {chk['relative_gap']:.2%})")
-        (st.success if chk["ok"] else st.warning)(msg)
-        widgets.show_math(f"Little's law ({name})", chk)
+        chk = analysis.little_check(res)
+        msg = (f"{name} — Little's law L = λW: L = {chk.L:,.3f} requests, λ·W = {chk.lambda_W:,.3f} "
+               f"(gap {chk.relative_gap:.2%})")
+        (st.success if chk.ok else st.warning)(msg)
+        widgets.show_math(f"Little's law ({name})", explain_sim.math_little(chk))
         widgets.show_math(f"throughput and goodput ({name})", explain_sim.math_throughput(res, slo))
-        widgets.show_math(f"M/D/1 mean wait ({name})", explain_sim.math_md1(res))
-        widgets.show_math(f"M/M/1 mean wait ({name})", explain_sim.math_mm1(res))
-        widgets.show_math(f"Erlang C, one server per slot ({name})",
-                          explain_sim.math_erlang_c(res, out["servers"][name]))
+        cf = analysis.closed_forms(res, out["servers"][name])
+        widgets.show_math(f"M/D/1 mean wait ({name})", explain_sim.math_md1(cf, res.mean_batch_size))
+        widgets.show_math(f"M/M/1 mean wait ({name})", explain_sim.math_mm1(cf))
+        widgets.show_math(f"Erlang C, one server per slot ({name})", explain_sim.math_erlang_c(cf))
 
 
 def _seed_experiment(pm) -> None:
@@ -331,24 +333,19 @@ def _sweep(pm, ctx, trace, num_blocks: int, block_size: int, slo: SLO) -> None:
         except InvalidInputError as exc:
             st.error(f"Cannot run — {exc}")
             return
-        import pandas as pd
-        grid = explain_sim.sweep_grid(int(top))
         bar = st.progress(0.0, text="Sweeping…")
-        frames = []
-        for k, v in enumerate(grid):
-            bar.progress(k / len(grid), text=f"max_num_seqs = {v} ({k + 1} of {len(grid)})")
-            frames.append(sweep_max_num_seqs(pm, wl, [v], policy=base, duration_s=float(g.sim_duration),
-                                             slo=slo).frame)
+        sw = sweep_max_num_seqs(pm, wl, sweep_grid(int(top)), policy=base, duration_s=float(g.sim_duration), slo=slo,
+                                on_progress=lambda k, n, v: bar.progress(k / n, text=f"max_num_seqs = {v} ({k + 1} "
+                                                                                     f"of {n})"))
         bar.empty()
-        frame = pd.concat(frames, ignore_index=True)
-        knee, slo_point = explain_sim.sweep_knee_and_slo(frame, slo)
         try:
             kd = knee_document(pm, input_len=int(g.sim_in), output_len=int(g.sim_out), ttft_target_s=slo.ttft_s,
                                tpot_target_s=slo.tpot_s, max_batch=int(top))
             analytic, note = kd.get("knee_batch_size"), kd.get("message", "")
         except InvalidInputError as exc:
             analytic, note = None, str(exc)
-        g[SWEEP_RESULT] = {"frame": frame, "knee": knee, "slo_point": slo_point, "analytic": analytic, "note": note}
+        g[SWEEP_RESULT] = {"frame": sw.frame, "knee": sw.knee, "slo_point": sw.slo_point, "analytic": analytic,
+                           "note": note}
     r = g.get(SWEEP_RESULT)
     if r:
         c1, c2, c3 = st.columns(3)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -746,17 +747,30 @@ def _meets(df: pd.DataFrame, slo: SLO | None) -> np.ndarray:
 
 
 def sweep_max_num_seqs(pm: PerformanceModel, workload: Workload, values, *, policy: ContinuousBatching | None = None,
-                       duration_s: float | None = None, slo: SLO | None = None) -> SweepResult:
+                       duration_s: float | None = None, slo: SLO | None = None,
+                       on_progress: Callable[[int, int, int], None] | None = None) -> SweepResult:
     """Simulate at each ``max_num_seqs``; the knee (:func:`calculators.perf.curves.knee_batch`: smallest value
     whose doubling gains < 15 % throughput) and the SLO point (largest value meeting p99 TTFT/TPOT, not
-    overloaded). For the knee to mean capacity, offer more load than the replica can serve."""
+    overloaded). For the knee to mean capacity, offer more load than the replica can serve.
+
+    ``on_progress(done, total, value)`` is called before each run (a progress bar's hook)."""
     base = policy or ContinuousBatching()
     vals = np.unique(np.asarray(positive_int("max_num_seqs", np.atleast_1d(values))))
     rows = []
-    for v in vals.tolist():
+    for k, v in enumerate(vals.tolist()):
+        if on_progress is not None:
+            on_progress(k, len(vals), v)
         pol = replace(base, max_num_seqs=v, max_num_batched_tokens=max(base.max_num_batched_tokens, v))
         rows.append({"max_num_seqs": v, **_row(simulate(pm, workload, pol, duration_s=duration_s, slo=slo))})
-    df = pd.DataFrame(rows)
+    return summarise_max_num_seqs(pd.DataFrame(rows), slo)
+
+
+def summarise_max_num_seqs(frame: pd.DataFrame, slo: SLO | None = None) -> SweepResult:
+    """A ``max_num_seqs`` sweep's table (sorted) with its knee (:func:`calculators.perf.curves.knee_batch` on
+    requests/s) and SLO point (largest value meeting the p99 targets without overload)."""
+    if frame.empty:
+        return SweepResult(frame, None, None)
+    df = frame.sort_values("max_num_seqs").reset_index(drop=True)
     knee = knee_batch(df["max_num_seqs"], df["request_throughput_per_s"]) if len(df) >= 2 else None
     ok = _meets(df, slo)
     return SweepResult(df, knee, float(df["max_num_seqs"][ok].max()) if ok.any() else None)
