@@ -16,14 +16,14 @@ from calculators.sim import analysis
 from calculators.sim.analysis import sweep_grid
 from calculators.sim.engine import SLO, ContinuousBatching, StaticBatching, continuous_vs_static, simulate
 from calculators.sim.workload import (
+    MAX_SIM_REQUESTS,
     ClosedLoop,
     Constant,
     Fixed,
     Gamma,
-    LogNormal,
     Poisson,
     bimodal,
-    lognormal_params,
+    length_distribution,
     make_workload,
     read_trace,
 )
@@ -31,7 +31,6 @@ from calculators.sim.workload import (
 ARRIVALS = ("Poisson", "Bursty (gamma)", "Constant", "Closed-loop users")
 LENGTHS = ("Fixed", "Log-normal", "Bimodal mix", "Trace (CSV)")
 POLICIES = ("continuous", "static")
-MAX_REQUESTS = 200_000
 RESULTS, TRACE, SEED_RESULT, SWEEP_RESULT = "sim_results", "sim_trace", "sim_seed_result", "sim_sweep_result"
 NUM = st.column_config.NumberColumn(format="%.1f")
 
@@ -104,12 +103,10 @@ def _trace_input():
 
 def _length_dists(kind: str, max_len: int | None):
     g = st.session_state
-    if kind == "Fixed":
-        return Fixed(int(g.sim_in)), Fixed(int(g.sim_out))
-    if kind == "Log-normal":
-        lognormal_params(g.sim_in, g.sim_in_p95, field="input_tokens")  # errors name the input
-        lognormal_params(g.sim_out, g.sim_out_p95, field="output_tokens")
-        return LogNormal(g.sim_in, g.sim_in_p95, max_len), LogNormal(g.sim_out, g.sim_out_p95, max_len)
+    if kind in ("Fixed", "Log-normal"):
+        dist = "lognormal" if kind == "Log-normal" else "fixed"
+        return (length_distribution(g.sim_in, g.sim_in_p95, kind=dist, max_len=max_len, field="input_tokens"),
+                length_distribution(g.sim_out, g.sim_out_p95, kind=dist, max_len=max_len, field="output_tokens"))
     return (bimodal(Fixed(int(g.sim_in)), Fixed(int(g.sim_long_in)), g.sim_long_frac),
             bimodal(Fixed(int(g.sim_out)), Fixed(int(g.sim_long_out)), g.sim_long_frac))
 
@@ -182,13 +179,11 @@ def _workload(max_len: int | None, trace):
     ind, outd = _length_dists(g.sim_lengths, max_len)
     dur = float(g.sim_duration)
     if g.sim_arrival == "Closed-loop users":
-        n = int(min(MAX_REQUESTS, max(int(g.sim_users), int(g.sim_rate * dur))))
+        n = int(min(MAX_SIM_REQUESTS, max(int(g.sim_users), int(g.sim_rate * dur))))
         wl = make_workload(ClosedLoop(int(g.sim_users), float(g.sim_think)), ind, outd, num_requests=n,
                            seed=int(g.sim_seed))
         return wl, None
     rate = float(g.sim_rate)
-    if rate * dur > MAX_REQUESTS:
-        raise InvalidInputError("request_rate × duration", round(rate * dur), f"at most {MAX_REQUESTS:,} requests")
     arr = {"Poisson": Poisson(rate), "Bursty (gamma)": Gamma(rate, float(g.sim_cv)),
            "Constant": Constant(rate)}[g.sim_arrival]
     return make_workload(arr, ind, outd, duration_s=dur, seed=int(g.sim_seed)), rate

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
 from calculators.errors import InvalidInputError
 from calculators.sim.engine import SLO, ContinuousBatching, StaticBatching, kv_blocks, simulate
-from calculators.sim.workload import Fixed, Gamma, LogNormal, Poisson, lognormal_params, make_workload, read_trace
-
-MAX_SIM_REQUESTS = 1_000_000
+from calculators.sim.workload import Gamma, Poisson, length_distribution, make_workload, read_trace
 
 
 def add_simulate_parser(sub) -> argparse.ArgumentParser:
@@ -47,21 +44,6 @@ def add_simulate_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
-def _lengths(a: argparse.Namespace, which: str, max_len: int | None):
-    mean, p95 = getattr(a, f"{which}_len"), getattr(a, f"{which}_len_p95")
-    if mean is None:
-        raise InvalidInputError(f"{which}_len", None, f"--{which}-len (mean tokens), or --trace")
-    dist = a.length_dist or ("lognormal" if p95 is not None else "fixed")
-    if dist == "lognormal":
-        if p95 is None:
-            raise InvalidInputError(f"{which}_len_p95", None, "a 95th percentile for --length-dist lognormal")
-        lognormal_params(mean, p95, field=f"{which}_len")  # names the flag in errors
-        return LogNormal(mean, p95, max_len)
-    if not math.isfinite(mean) or mean < 1 or mean != int(mean):  # NaN: int() raised ValueError
-        raise InvalidInputError(f"{which}_len", mean, "a whole number of tokens ≥ 1 for fixed lengths")
-    return Fixed(int(mean))
-
-
 def _workload(a: argparse.Namespace, max_len: int | None):
     if a.length_dist == "trace" or a.trace:
         if not a.trace:
@@ -73,12 +55,10 @@ def _workload(a: argparse.Namespace, max_len: int | None):
         raise InvalidInputError("request_rate", None, "requests per second (or --trace FILE)")
     if not a.request_rate > 0:
         raise InvalidInputError("request_rate", a.request_rate, "a positive number of requests per second")
-    if not a.request_rate * a.duration_s <= MAX_SIM_REQUESTS:  # 4e16 req/s allocated exabytes (MemoryError)
-        raise InvalidInputError("request_rate", a.request_rate,
-                                f"at most {MAX_SIM_REQUESTS:,} requests in --duration-s (rate × duration)")
     arrivals = Poisson(a.request_rate) if a.arrival_cv is None else Gamma(a.request_rate, a.arrival_cv)
-    return make_workload(arrivals, _lengths(a, "input", max_len), _lengths(a, "output", max_len),
-                         duration_s=a.duration_s, seed=a.seed)
+    lengths = [length_distribution(getattr(a, f"{w}_len"), getattr(a, f"{w}_len_p95"), kind=a.length_dist,
+                                   max_len=max_len, field=f"{w}_len") for w in ("input", "output")]
+    return make_workload(arrivals, *lengths, duration_s=a.duration_s, seed=a.seed)
 
 
 def simulate_document(a: argparse.Namespace) -> dict:

@@ -26,6 +26,8 @@ Z95 = 1.6448536269514722  # Φ⁻¹(0.95)
 MAX_TRACE_BYTES = 20 * 1024 * 1024
 """Largest replay trace read [bytes] (about a million requests)."""
 TRACE_COLUMNS = ("arrival_time_s", "input_tokens", "output_tokens")
+MAX_SIM_REQUESTS = 1_000_000
+"""Most requests one workload draws (a million simulate in about 20 s; more would exhaust memory)."""
 
 
 # --------------------------------------------------------------------------- length distributions
@@ -140,6 +142,25 @@ class Empirical:
         return float(np.mean(self.values))
 
 
+def length_distribution(mean: float | None, p95: float | None = None, *, kind: str | None = None,
+                        max_len: int | None = None, field: str = "input_len") -> Fixed | LogNormal:
+    """Lengths [tokens] from a mean and, optionally, a 95th percentile: :class:`LogNormal` when ``kind`` is
+    ``"lognormal"`` (the default when ``p95`` is given), else :class:`Fixed` (a whole number ≥ 1).
+
+    ``max_len`` clips log-normal draws (vLLM's ``max_model_len``); errors name ``field`` and ``{field}_p95``.
+    """
+    if mean is None:
+        raise InvalidInputError(field, None, "a mean number of tokens")
+    if (kind or ("lognormal" if p95 is not None else "fixed")) == "lognormal":
+        if p95 is None:
+            raise InvalidInputError(f"{field}_p95", None, "a 95th percentile for log-normal lengths")
+        lognormal_params(mean, p95, field=field)
+        return LogNormal(mean, p95, max_len)
+    if not math.isfinite(mean) or mean < 1 or mean != int(mean):
+        raise InvalidInputError(field, mean, "a whole number of tokens ≥ 1 for fixed lengths")
+    return Fixed(int(mean))
+
+
 def as_length_dist(value: object) -> object:
     """An int is :class:`Fixed`; an array of lengths is :class:`Empirical`; a distribution passes."""
     if hasattr(value, "sample"):
@@ -246,6 +267,9 @@ def make_workload(arrivals: object, input_len: object, output_len: object, *, nu
         times = arrivals.times(a_rng, n)
     elif duration_s is not None:
         d = positive("duration_s", duration_s)
+        if not arrivals.rate_per_s * d <= MAX_SIM_REQUESTS:
+            raise InvalidInputError("request_rate × duration_s", arrivals.rate_per_s * d,
+                                    f"at most {MAX_SIM_REQUESTS:,} requests")
         n_guess = int(arrivals.rate_per_s * d * 1.2 + 10 * math.sqrt(arrivals.rate_per_s * d) + 10)
         times = arrivals.times(a_rng, n_guess)
         while times[-1] < d:  # rare: draw more from the same stream
