@@ -92,7 +92,7 @@ def test_cli_profile_import_calibrate_and_use(tmp_path):
     files = [str(p) for p in VLLM_SWEEP]
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "calculators.cli.main", *args], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "calculators.cli", *args], capture_output=True, text=True,
                               cwd=ROOT, timeout=120)
     doc = json.loads(run("profile", "import", *files, "--json").stdout)
     assert len(doc["load_points"]) == 4 and doc["model"] == "meta-llama/Llama-3.3-70B-Instruct"

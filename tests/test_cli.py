@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def llmcap(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "calculators.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "calculators.cli", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
 
 

@@ -142,7 +142,7 @@ def test_bad_inputs():
 
 def _llmcap(*args):
     root = Path(__file__).resolve().parent.parent
-    return subprocess.run([sys.executable, "-m", "calculators.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "calculators.cli", *args], capture_output=True, text=True,
                           cwd=root, timeout=60)
 
 

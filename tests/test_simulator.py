@@ -252,10 +252,8 @@ def test_invalid_configuration_names_the_field():
 
 
 def test_cli(capsys, tmp_path):
-    from calculators.cli.main import _Parser
-    from calculators.cli.simulate import add_simulate_parser
-    p = _Parser(prog="llmcap")
-    add_simulate_parser(p.add_subparsers(dest="command", required=True, parser_class=_Parser))
+    from calculators.cli.main import build_parser
+    p = build_parser()
     a = p.parse_args(["simulate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--request-rate", "5",
                       "--input-len", "512", "--input-len-p95", "1500", "--output-len", "128", "--output-len-p95",
                       "400", "--duration-s", "20", "--max-model-len", "8192", "--json"])

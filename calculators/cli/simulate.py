@@ -1,6 +1,6 @@
 """``llmcap simulate``: the event simulator of one replica from the command line.
 
-Register with :func:`add_simulate_parser` on the main parser's sub-parsers; bad input raises
+Register with :func:`register` on the main parser's sub-parsers; bad input raises
 :class:`~calculators.errors.InvalidInputError`, which the main CLI turns into exit status 2.
 """
 from __future__ import annotations
@@ -8,12 +8,15 @@ from __future__ import annotations
 import argparse
 import json
 
+from calculators.cli.flags import resolve_model
 from calculators.errors import InvalidInputError
+from calculators.perf.roofline import Roofline
 from calculators.sim.engine import SLO, ContinuousBatching, StaticBatching, kv_blocks, simulate
 from calculators.sim.workload import Gamma, Poisson, length_distribution, make_workload, read_trace
+from calculators.specs.catalog import get_gpu
 
 
-def add_simulate_parser(sub) -> argparse.ArgumentParser:
+def register(sub) -> argparse.ArgumentParser:
     """Add the ``simulate`` sub-command to ``sub`` (an ``add_subparsers`` object) and return it."""
     p = sub.add_parser("simulate", help="event-simulate one replica: throughput, latency percentiles, preemptions")
     p.add_argument("--model", required=True, help="catalog id (Hugging Face repo id) or path to a config.json")
@@ -63,9 +66,6 @@ def _workload(a: argparse.Namespace, max_len: int | None):
 
 def simulate_document(a: argparse.Namespace) -> dict:
     """Run the simulation the arguments describe and return the JSON document."""
-    from calculators.cli.main import resolve_model
-    from calculators.perf.roofline import Roofline
-    from calculators.specs.catalog import get_gpu
     model, gpu = resolve_model(a.model), get_gpu(a.gpu)
     tp = a.tensor_parallel_size
     num_blocks, block_size = kv_blocks(model, gpu, tensor_parallel_size=tp, max_model_len=a.max_model_len,

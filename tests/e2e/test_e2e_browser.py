@@ -13,7 +13,7 @@ from tests.e2e.helpers import ROOT, shot, wait_for_app
 
 pytestmark = pytest.mark.e2e
 DEEP = "/?model=meta-llama/Llama-3.1-70B-Instruct&gpu=H100&tp=4"
-CLI = [sys.executable, "-m", "calculators.cli.main", "capacity", "--model", "meta-llama/Llama-3.1-70B-Instruct",
+CLI = [sys.executable, "-m", "calculators.cli", "capacity", "--model", "meta-llama/Llama-3.1-70B-Instruct",
        "--gpu", "H100", "--tensor-parallel-size", "4", "--seq-len-mean", "2048", "--json"]
 
 

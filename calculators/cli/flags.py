@@ -1,0 +1,83 @@
+"""Flags and helpers every ``llmcap`` command shares: the parser, model and GPU flags, file reading."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from calculators.errors import InvalidInputError
+from calculators.perf.calibration import Calibration, calibrated
+from calculators.perf.roofline import COMPUTE_EFFICIENCY, MEMORY_EFFICIENCY, STEP_OVERHEAD_S, Efficiencies, Roofline
+from calculators.profiles import MAX_PROFILE_BYTES
+from calculators.specs.catalog import get_gpu, get_model
+from calculators.specs.hf_config import load_config_file
+from calculators.specs.schema import ModelSpec
+from calculators.validation import positive_int
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own usage errors: one line, exit 2
+        self.exit(2, f"llmcap: error: {message}\n")
+
+
+def resolve_model(name: str) -> ModelSpec:
+    """A catalog id, or a path to a ``config.json`` (CLI only; the app never opens paths)."""
+    if name.endswith(".json") or Path(name).is_file():
+        return load_config_file(name)
+    return get_model(name)
+
+
+def add_model_on_gpu(p: argparse.ArgumentParser) -> None:
+    """The flags that pick a roofline: model, GPU, parallelism and formats (vLLM's names)."""
+    p.add_argument("--model", required=True)
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
+    p.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1)
+    p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16"])
+    p.add_argument("--quantization", default=None)
+    p.add_argument("--kv-cache-dtype", default="auto")
+
+
+def add_perf(p: argparse.ArgumentParser) -> None:
+    add_model_on_gpu(p)
+    p.add_argument("--input-len", type=int, required=True)
+    p.add_argument("--output-len", type=int, required=True)
+    p.add_argument("--compute-efficiency", type=float, default=COMPUTE_EFFICIENCY)
+    p.add_argument("--memory-efficiency", type=float, default=MEMORY_EFFICIENCY)
+    p.add_argument("--step-overhead-ms", type=float, default=STEP_OVERHEAD_S * 1e3)
+    p.add_argument("--calibration", help="a calibration file saved by `llmcap profile calibrate --output`")
+    p.add_argument("--json", action="store_true")
+
+
+def read_files(paths: list[str]) -> list[tuple[str, bytes]]:
+    out = []
+    for name in paths:
+        path = Path(name)
+        try:
+            if path.stat().st_size > MAX_PROFILE_BYTES:
+                raise InvalidInputError(name, f"{path.stat().st_size} bytes", f"at most {MAX_PROFILE_BYTES} bytes")
+            out.append((path.name, path.read_bytes()))
+        except OSError as exc:
+            raise InvalidInputError("file", name, f"a readable file ({exc.strerror})") from None
+    return out
+
+
+def load_calibration(path: str | None) -> Calibration | None:
+    if path is None:
+        return None
+    return Calibration.from_json(read_files([path])[0][1])
+
+
+def plain_roofline(a: argparse.Namespace, eff: Efficiencies) -> Roofline:
+    return Roofline(resolve_model(a.model), get_gpu(a.gpu), tensor_parallel_size=a.tensor_parallel_size,
+                    pipeline_parallel_size=a.pipeline_parallel_size, quantization=a.quantization, dtype=a.dtype,
+                    kv_cache_dtype=a.kv_cache_dtype, efficiencies=eff)
+
+
+def roofline(a: argparse.Namespace) -> Roofline:
+    for name in ("input_len", "output_len"):
+        positive_int(name, getattr(a, name))
+    eff = Efficiencies(compute=a.compute_efficiency, memory=a.memory_efficiency,
+                       step_overhead_s=a.step_overhead_ms / 1e3)
+    cal = load_calibration(getattr(a, "calibration", None))
+    r = plain_roofline(a, eff)
+    return calibrated(r, cal) if cal else r

@@ -1,0 +1,61 @@
+"""``llmcap perf`` and ``llmcap knee``: step time, latency and throughput; the knee and the SLO batch."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from calculators.cli.flags import add_perf, roofline
+from calculators.report.perf import knee_document, perf_document
+from calculators.validation import positive_int
+
+
+def cmd_perf(a: argparse.Namespace) -> int:
+    doc = perf_document(roofline(a), batch_size=int(positive_int("batch_size", a.batch_size, scalar=True)),
+                        input_len=a.input_len, output_len=a.output_len)
+    if a.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{doc['model']} on {doc['gpu']} × {doc['tensor_parallel_size']} ({doc['compute_dtype']}), batch "
+          f"{doc['batch_size']}, {doc['input_len']} in / {doc['output_len']} out")
+    print(f"  TTFT {doc['ttft_s'] * 1e3:.1f} ms   TPOT {doc['tpot_s'] * 1e3:.2f} ms   end-to-end "
+          f"{doc['e2e_latency_s']:.2f} s")
+    print(f"  {doc['output_tokens_per_s']:,.0f} output tokens/s per replica, {doc['output_tokens_per_s_per_gpu']:,.0f}"
+          f" per GPU, {doc['tokens_per_s_per_user']:.1f} per user")
+    print(f"  decode step: compute {doc['decode_compute_s'] * 1e3:.2f} ms, memory {doc['decode_memory_s'] * 1e3:.2f}"
+          f" ms, all-reduce {doc['decode_allreduce_s'] * 1e3:.2f} ms, overhead {doc['step_overhead_s'] * 1e3:.1f} ms"
+          f" → {doc['bound']}-bound")
+    print(f"  ridge {doc['ridge_point_flop_per_byte']:.0f} FLOP/byte; {doc['crossover_note']}; "
+          f"KV cache holds {doc['kv_batch_limit']} such sequences")
+    if "warning" in doc:
+        print(f"  warning: {doc['warning']}")
+    return 0
+
+
+def cmd_knee(a: argparse.Namespace) -> int:
+    doc = knee_document(roofline(a), input_len=a.input_len, output_len=a.output_len,
+                        ttft_target_s=None if a.ttft_ms is None else a.ttft_ms / 1e3,
+                        tpot_target_s=None if a.tpot_ms is None else a.tpot_ms / 1e3,
+                        threshold=a.threshold, max_batch=a.max_batch)
+    if a.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{doc['model']} on {doc['gpu']}: {doc['message']} (KV limit {doc['kv_batch_limit']} sequences)")
+    for row in doc.get("curve", []):
+        print(f"  batch {row['batch_size']:6.0f}  {row['output_tokens_per_s']:10,.0f} tok/s  TTFT "
+              f"{row['ttft_s'] * 1e3:8.1f} ms  TPOT {row['tpot_s'] * 1e3:7.2f} ms")
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``perf`` and ``knee`` to the main parser's sub-parsers."""
+    pf = sub.add_parser("perf", help="roofline step time, latency and throughput at one batch size")
+    add_perf(pf)
+    pf.add_argument("--batch-size", type=int, required=True)
+    pf.set_defaults(func=cmd_perf)
+    kn = sub.add_parser("knee", help="the knee of the throughput curve and the SLO batch")
+    add_perf(kn)
+    kn.add_argument("--ttft-ms", type=float)
+    kn.add_argument("--tpot-ms", type=float)
+    kn.add_argument("--threshold", type=float, default=0.15, help="knee: doubling gains less than this")
+    kn.add_argument("--max-batch", type=int)
+    kn.set_defaults(func=cmd_knee)

@@ -1,0 +1,66 @@
+"""``llmcap plan``: rank layouts per GPU type and size the fleet for a load under an SLO."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from calculators.cli.flags import resolve_model
+from calculators.planning.fleet import Workload, fleet_summary, pareto_front, plan_fleet
+from calculators.specs.catalog import get_gpu
+
+
+def cmd_plan(a: argparse.Namespace) -> int:
+    model = resolve_model(a.model)
+    gpus = [get_gpu(g) for g in a.gpu]
+    w = Workload(request_rate_per_s=a.request_rate, input_len=a.input_len, output_len=a.output_len,
+                 ttft_p99_s=None if a.ttft_p99_ms is None else a.ttft_p99_ms / 1e3,
+                 tpot_p99_s=None if a.tpot_p99_ms is None else a.tpot_p99_ms / 1e3,
+                 input_len_p95=a.input_len_p95, output_len_p95=a.output_len_p95)
+    plans = plan_fleet(model, gpus, w, quantization=a.quantization, kv_cache_dtype=a.kv_cache_dtype,
+                       utilisation_cap=a.headroom, n_plus_one=a.n_plus_one, usd_per_gpu_hour=a.usd_per_gpu_hour,
+                       max_pp=a.max_pipeline_parallel_size)
+    front = {(p.gpu, p.tensor_parallel_size, p.pipeline_parallel_size) for p in pareto_front(plans)}
+    doc = {"model": model.id, "workload": {k: v for k, v in vars(w).items()}, "summary": fleet_summary(model, plans),
+           "cost_split": "GPU time split between prefill (input tokens) and decode (output tokens) by their "
+                         "shares of a request cycle",
+           "layouts": [{**p.as_dict(), "pareto": (p.gpu, p.tensor_parallel_size, p.pipeline_parallel_size) in front}
+                       for p in plans]}
+    if a.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{model.id}: {w.request_rate_per_s:g} req/s, {w.input_len:g} in / {w.output_len:g} out — {doc['summary']}")
+    print(f"{'gpu':12s} {'TP':>3s} {'PP':>3s} {'batch':>6s} {'repl':>5s} {'GPUs':>5s} {'$/hour':>9s} {'$/1M out':>9s} "
+          f"{'TTFT p99':>9s} {'TPOT':>7s} {'tok/s/GPU':>9s}  SLO")
+    for p in plans:
+        if not p.fits:
+            print(f"{p.gpu:12s} {p.tensor_parallel_size:3d} {p.pipeline_parallel_size:3d}  {p.message}")
+            continue
+        cost = "—" if p.usd_per_hour is None else f"{p.usd_per_hour:.2f}"
+        per_m = "—" if p.usd_per_million_output_tokens is None else f"{p.usd_per_million_output_tokens:.3f}"
+        print(f"{p.gpu:12s} {p.tensor_parallel_size:3d} {p.pipeline_parallel_size:3d} {p.batch_size:6d} "
+              f"{p.replicas:5d} {p.total_gpus:5d} {cost:>9s} {per_m:>9s} {p.ttft_p99_s * 1e3:7.0f}ms "
+              f"{p.tpot_s * 1e3:5.1f}ms "
+              f"{p.output_tokens_per_s_per_gpu:9.0f}  {'yes' if p.meets_slo else 'no: ' + p.message}")
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``plan`` to the main parser's sub-parsers."""
+    pl = sub.add_parser("plan", help="rank layouts and size the fleet for a load under an SLO")
+    pl.add_argument("--model", required=True)
+    pl.add_argument("--gpu", action="append", required=True, help="repeat for several GPU types")
+    pl.add_argument("--request-rate", type=float, required=True, help="requests per second")
+    pl.add_argument("--input-len", type=float, required=True)
+    pl.add_argument("--output-len", type=float, required=True)
+    pl.add_argument("--input-len-p95", type=float)
+    pl.add_argument("--output-len-p95", type=float)
+    pl.add_argument("--ttft-p99-ms", type=float)
+    pl.add_argument("--tpot-p99-ms", type=float)
+    pl.add_argument("--headroom", type=float, default=0.8, help="utilisation cap per replica (0, 1]")
+    pl.add_argument("--n-plus-one", action="store_true", help="one spare replica")
+    pl.add_argument("--usd-per-gpu-hour", type=float)
+    pl.add_argument("--quantization")
+    pl.add_argument("--kv-cache-dtype", default="auto")
+    pl.add_argument("--max-pipeline-parallel-size", type=int, default=4)
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(func=cmd_plan)
