@@ -1,4 +1,4 @@
-"""The spec catalog: GPUs and models from ``data/*.toml``, validated on load, looked up by name.
+"""The spec catalog: GPUs and models from ``calculators/data/*.toml``, validated on load, looked up by name.
 
 GPUs are found by id, alias or the name the driver prints, ignoring case, spaces, ``-`` and ``_``;
 models by Hugging Face repo id or alias, ignoring case. Unknown names get "did you mean …".
@@ -9,7 +9,7 @@ import difflib
 import re
 import tomllib
 from functools import lru_cache
-from pathlib import Path
+from importlib.resources import files
 
 from pydantic import ValidationError
 
@@ -17,7 +17,8 @@ from calculators.errors import InvalidInputError
 from calculators.specs.hf_config import model_from_config
 from calculators.specs.schema import GPUSpec, ModelSpec
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+DATA_DIR = files("calculators.data")
+"""Where the catalog files live: inside the package, so a wheel ships them."""
 
 
 class CatalogError(RuntimeError):
@@ -45,21 +46,21 @@ def _model_key(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def load_gpus() -> dict[str, GPUSpec]:
-    """Every GPU in ``data/gpus.toml`` by id (raises :class:`CatalogError` naming the file)."""
+    """Every GPU in ``calculators/data/gpus.toml`` by id (raises :class:`CatalogError` naming the file)."""
     rows = _read("gpus.toml").get("gpu", [])
     out: dict[str, GPUSpec] = {}
     for i, row in enumerate(rows):
         try:
             gpu = GPUSpec.from_datasheet(row)
         except (ValidationError, KeyError, TypeError) as exc:
-            raise CatalogError(f"data/gpus.toml entry {i} ({row.get('id', '?')}): {exc}") from None
+            raise CatalogError(f"calculators/data/gpus.toml entry {i} ({row.get('id', '?')}): {exc}") from None
         out[gpu.id] = gpu
     return out
 
 
 @lru_cache(maxsize=1)
 def load_models() -> dict[str, ModelSpec]:
-    """Every model in ``data/models.toml`` by id, each built by the ``config.json`` importer."""
+    """Every model in ``calculators/data/models.toml`` by id, each built by the ``config.json`` importer."""
     rows = _read("models.toml").get("model", [])
     out: dict[str, ModelSpec] = {}
     for i, row in enumerate(rows):
@@ -68,7 +69,7 @@ def load_models() -> dict[str, ModelSpec]:
         try:
             model = model_from_config(config or {}, id=row.pop("id"), aliases=tuple(row.pop("aliases", ())), **row)
         except (InvalidInputError, KeyError, TypeError) as exc:
-            raise CatalogError(f"data/models.toml entry {i} ({row.get('id', '?')}): {exc}") from None
+            raise CatalogError(f"calculators/data/models.toml entry {i} ({row.get('id', '?')}): {exc}") from None
         out[model.id] = model
     return out
 
