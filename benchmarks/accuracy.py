@@ -1,6 +1,6 @@
-"""Accuracy of the analytic (roofline) model against published measurements (issue 4).
+"""Accuracy of the analytic (roofline) model against published measurements.
 
-Reads ``tests/fixtures/measured/published.json`` (a copy of shared/fixtures/measured/), keeps the
+Reads ``tests/fixtures/measured/published.json``, keeps the
 rows a static model can be compared with, predicts them with the DEFAULT efficiencies and prints,
 per source and overall, N, median |error|, median signed error and p90 |error| (error =
 predicted / measured − 1) for three quantities:
@@ -15,7 +15,7 @@ predicted / measured − 1) for three quantities:
 * ``ttft``        first-token latency: batch 1 (the "Low Latency" rows, output_len 1) against the
   prefill of one prompt; a static batch's TTFT against the prefill of its B prompts.
 
-Rows it cannot compare are listed with the reason and counted. Target (issue 4): median |error|
+Rows it cannot compare are listed with the reason and counted. Target: median |error|
 ≤ 25 % on throughput and on decode step. A benchmark, not a test: it prints figures, never fails.
 
     .venv/bin/python benchmarks/accuracy.py [--rows] [--json]

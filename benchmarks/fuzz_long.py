@@ -1,4 +1,4 @@
-"""Long fuzzing run (issue 8): the strategies of tests/fuzz_surfaces.py with many more examples.
+"""Long fuzzing run: the strategies of tests/fuzz_surfaces.py with many more examples.
 
     python benchmarks/fuzz_long.py [--examples 10000] [--app-examples 300] [--only SURFACE ...]
 

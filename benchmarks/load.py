@@ -1,4 +1,4 @@
-"""Load test: N concurrent sessions against a live ``streamlit run``, timed in Chromium (issue 8).
+"""Load test: N concurrent sessions against a live ``streamlit run``, timed in Chromium.
 
     python benchmarks/load.py [--sessions 50] [--browsers K] [--duration-s 60] [--think-s 10]
 

@@ -1,4 +1,4 @@
-"""Server capacity: N concurrent sessions that speak Streamlit's websocket protocol, no browser (issue 8).
+"""Server capacity: N concurrent sessions that speak Streamlit's websocket protocol, no browser.
 
     python benchmarks/server_load.py [--sessions 50] [--duration-s 60] [--think-s 0.2]
 

@@ -1,6 +1,6 @@
 """Speed of the event simulator (prints figures; not a pass/fail test).
 
-Targets (issue 7): 10,000 requests of one configuration in ≤ 2 s; a 12-point sweep in ≤ 15 s.
+Targets: 10,000 requests of one configuration in ≤ 2 s; a 12-point sweep in ≤ 15 s.
 Run: ``.venv/bin/python benchmarks/simulator_speed.py``.
 """
 from __future__ import annotations

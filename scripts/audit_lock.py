@@ -1,4 +1,4 @@
-"""Check the pinned versions of ``requirements.lock`` against the advisories PyPI publishes (issue 8).
+"""Check the pinned versions of ``requirements.lock`` against the advisories PyPI publishes.
 
     .venv/bin/python scripts/audit_lock.py [requirements.lock]
 

@@ -10,7 +10,7 @@ requested context is filled with random values. One decode step = one token for 
 attending to ``context`` cached tokens; prefill = one causal forward over the prompt. Times are
 medians of repeated runs after warm-up, synchronised on the GPU. MoE and MLA layers are not
 modelled (the script refuses such configs). The output is the generic profile CSV
-(calculators/profiles/GENERIC_FORMAT.md) with the device, driver and library versions, so the
+(docs/profile-formats.md §9) with the device, driver and library versions, so the
 product imports it like any benchmark run; decode rows carry ``concurrency`` = batch and
 ``tpot_s_p50`` = step time, prefill rows ``ttft_s_p50`` = prefill time.
 

@@ -74,11 +74,38 @@ def test_lists():
     assert "H100-SXM" in llmcap("gpus").stdout
 
 
-def test_shared_cli_contract():
-    script = ROOT.parent / "shared" / "checks" / "cli_contract.py"
-    if not script.exists():
-        pytest.skip("shared/checks/cli_contract.py is not beside the project")
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=300).stdout
-    for line in out.splitlines():
-        if line.startswith("capacity"):
-            assert line.endswith("all promised keys present"), line
+LLAMA70 = str(ROOT / "tests" / "fixtures" / "hf_configs" / "meta-llama__Llama-3.1-70B.json")
+CONTRACT = [  # the JSON keys users rely on, per command (kept stable across refactors)
+    (["capacity", "--model", LLAMA70, "--gpu-memory-gib", "80", "--tensor-parallel-size", "4", "--max-model-len",
+      "131072", "--kv-cache-memory", str(int(32.06 * 2**30)), "--vllm-version", "0.10.2"],
+     ["kv_cache_bytes_per_token", "weights_bytes", "available_kv_cache_bytes", "num_gpu_blocks", "kv_cache_tokens",
+      "max_concurrency", "fits", "message"]),
+    (["capacity", "--model", LLAMA70, "--gpu-memory-gib", "80", "--tensor-parallel-size", "4", "--max-model-len",
+      "131072", "--kv-cache-memory", str(2 * 2**30)], ["fits", "estimated_max_model_len", "message"]),
+    (["capacity", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100"],
+     ["weights_bytes", "available_kv_cache_bytes", "kv_cache_tokens", "max_concurrency"]),
+    (["perf", "--model", LLAMA70, "--gpu", "H100", "--tensor-parallel-size", "4", "--batch-size", "32",
+      "--input-len", "2048", "--output-len", "256"],
+     ["prefill_s", "decode_step_s", "ttft_s", "tpot_s", "e2e_latency_s", "output_tokens_per_s",
+      "output_tokens_per_s_per_gpu", "bound", "crossover_batch_size"]),
+    (["plan", "--model", LLAMA70, "--gpu", "H100", "--gpu", "H200", "--request-rate", "40", "--input-len", "2000",
+      "--output-len", "300", "--ttft-p99-ms", "1000", "--tpot-p99-ms", "50"],
+     ["gpu", "tensor_parallel_size", "pipeline_parallel_size", "replicas", "total_gpus", "batch_size",
+      "output_tokens_per_s_per_gpu", "usd_per_hour", "usd_per_million_output_tokens", "meets_slo"]),
+]
+
+
+def _keys(doc) -> set[str]:
+    if isinstance(doc, dict):
+        return set(doc).union(*(_keys(v) for v in doc.values()))
+    if isinstance(doc, list):
+        return set().union(*(_keys(v) for v in doc[:3]))
+    return set()
+
+
+@pytest.mark.parametrize(("args", "keys"), CONTRACT, ids=lambda x: x[0] if isinstance(x[0], str) else None)
+def test_json_keys_users_rely_on(args, keys):
+    p = llmcap(*args, "--json")
+    assert p.returncode == 0, p.stderr
+    missing = set(keys) - _keys(json.loads(p.stdout))
+    assert not missing, missing

@@ -20,7 +20,7 @@ from calculators.units import GiB, MiB
 
 
 def test_llama_31_70b_golden_per_gpu():
-    # shared/DESIGN.md §4: 2·80 layers·8 KV heads·128·2 B = 327,680 B at TP1; per GPU 81,920 at TP4,
+    # docs/vllm-memory.md §3.1: 2·80 layers·8 KV heads·128·2 B = 327,680 B at TP1; per GPU 81,920 at TP4,
     # 40,960 at TP8 and TP16 (8 KV heads: at TP16 each head is replicated on two ranks).
     m = hf("meta-llama__Llama-3.1-70B")
     assert kv_bytes_per_token(m).item() == 327_680
@@ -51,19 +51,19 @@ def test_kv_heads_replicated_when_tp_exceeds_them():
 
 
 def test_mha_llama2_7b_is_half_a_mebibyte():
-    # shared/seeds/README.md: 2·32·32·128·2 = 524,288 B (0.5 MiB), not "roughly 1 MB".
+    # A textbook figure corrected: 2·32·32·128·2 = 524,288 B (0.5 MiB), not "roughly 1 MB".
     assert kv_bytes_per_token(hf("meta-llama__Llama-2-7b-hf")).item() == 524_288
 
 
 def test_seed_000_sequences_in_16_gib():
-    # shared/seeds/README.md: 16 GiB / (0.5 MiB × 1,024 tokens) = 32 sequences exactly.
+    # A textbook figure corrected: 16 GiB / (0.5 MiB × 1,024 tokens) = 32 sequences exactly.
     m = hf("meta-llama__Llama-2-7b-hf")
     assert sequences_that_fit(m, 16 * GiB, 1024).item() == 32
     assert sequences_that_fit(m, 16e9, 1024).item() == 29
 
 
 def test_seed_003_llama3_70b_batch():
-    # shared/seeds/README.md: 32 sequences × 4,096 tokens × 320 KiB = 40 GiB, not "≈ 270 GB".
+    # A textbook figure corrected: 32 sequences × 4,096 tokens × 320 KiB = 40 GiB, not "≈ 270 GB".
     m = hf("meta-llama__Llama-3.1-70B")
     assert kv_bytes_per_sequence(m, 4096).item() * 32 == 40 * GiB
 

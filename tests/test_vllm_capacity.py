@@ -1,4 +1,4 @@
-"""vLLM start-up accounting against real start-up logs (shared/fixtures/vllm_logs/cases.json)."""
+"""vLLM start-up accounting against real start-up logs (tests/fixtures/vllm_logs/cases.json)."""
 from __future__ import annotations
 
 import math

@@ -5,7 +5,7 @@ Shared (one bounded, process-wide LRU per result name) when the key holds nothin
 catalog GPUs and models exactly as the catalog has them, the default efficiencies, and plain numbers
 and strings from the inputs. Any custom GPU or model, calibration, or an object of a type not listed
 here keeps the result in ``st.session_state`` (the last few keys, compared with ``==``), so one
-user's custom spec or measured profile can never be handed to another session (issue 8).
+user's custom spec or measured profile can never be handed to another session.
 """
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ def _show(ctx: state.Computed) -> None:
     c[3].metric("Margin [ms]" if b["margin_s"] >= 0 else "Shortfall [ms]", f"{abs(b['margin_s']) * 1e3:,.1f}")
     c = st.columns(4)
     c[0].metric("Largest max_wait for a micro-batcher [ms]", f"{b['max_wait_s'] * 1e3:,.1f}",
-                help="target − service time (prefill + decode) − network (seed 001)")
+                help="target − service time (prefill + decode) − network")
     c[1].metric("Slot utilisation ρ per replica", f"{view['utilisation']:.0%}",
                 help="M/M/c: λ × end-to-end latency ÷ batch slots")
     c[2].metric("Queue wait, mean / p99 [ms]", f"{view['wait_mean_s'] * 1e3:,.1f} / {view['wait_p99_s'] * 1e3:,.1f}")

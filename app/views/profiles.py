@@ -224,7 +224,7 @@ def _in_force_section() -> None:
 st.title("Measured profiles")
 st.caption("Upload one benchmark run or several files of one sweep: `vllm bench serve` / `benchmark_serving.py "
            "--save-result`, GuideLLM, GenAI-Perf / AIPerf, LLMPerf, or the generic CSV/JSON "
-           "(calculators/profiles/GENERIC_FORMAT.md). Measured data beats formulas: calibrate the roofline on it.")
+           "(docs/profile-formats.md §9). Measured data beats formulas: calibrate the roofline on it.")
 uploads = st.file_uploader("Benchmark files", accept_multiple_files=True, key="prof_files",
                            type=["json", "jsonl", "csv"])
 _read_uploads(uploads or [])

@@ -1,6 +1,6 @@
 """Batching simulator: a workload and one or two batching policies through the event simulator of one
 replica — throughput, goodput, latency percentiles, the time line, CDFs, the closed forms beside the run,
-the seeds' continuous-vs-static experiment and a max_num_seqs sweep against the analytic knee."""
+the classic continuous-vs-static experiment and a max_num_seqs sweep against the analytic knee."""
 from __future__ import annotations
 
 import hashlib
@@ -279,7 +279,7 @@ def _show_results(ctx, source: str, keys: list[str]) -> None:
 
 
 def _seed_experiment(pm) -> None:
-    st.subheader("Continuous vs static batching (the seeds' experiment)")
+    st.subheader("Continuous vs static batching")
     st.caption("A closed loop of 2 × batch users with no think time keeps both policies saturated, so the ratio "
                "is a capacity ratio. Lengths are log-normal with the means and p95s above.")
     g = st.session_state
@@ -299,7 +299,7 @@ def _seed_experiment(pm) -> None:
     if r:
         c1, c2, c3 = st.columns(3)
         c1.metric("Continuous ÷ static throughput", f"{r['throughput_ratio']:,.2f}×",
-                  help="the seeds claim 2–4×; this is what the simulation gives")
+                  help="textbooks often quote 2–4×; this is what the simulation gives")
         c2.metric("Continuous [req/s]", f"{r['continuous_requests_per_s']:,.2f}")
         c3.metric("Static [req/s]", f"{r['static_requests_per_s']:,.2f}")
         st.dataframe([{"policy": p, "requests/s": r[f"{p}_requests_per_s"],

@@ -1,6 +1,6 @@
 """KV-cache bytes per token, per sequence and per batch, as the serving engine stores them.
 
-Engine-faithful rules (vLLM ``KVCacheSpec.page_size_bytes``; see ``shared/VLLM_MEMORY.md`` §3):
+Engine-faithful rules (vLLM ``KVCacheSpec.page_size_bytes``; see docs/vllm-memory.md §3):
 
 * full / sliding / chunked attention layers store ``2 · max(1, H_kv // tp) · head_dim · s`` bytes
   per token (K and V; KV heads are *replicated* when ``tp > H_kv``);

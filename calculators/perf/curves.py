@@ -14,7 +14,7 @@ from calculators.validation import positive, positive_int
 if TYPE_CHECKING:
     import pandas as pd
 
-KNEE_THRESHOLD = 0.15  # seed 001: stop where doubling the batch gains less than 15 %
+KNEE_THRESHOLD = 0.15  # docs/performance-model.md §7: stop where doubling the batch gains less than 15 %
 
 
 def batch_grid(max_batch: int) -> np.ndarray:

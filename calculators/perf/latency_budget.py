@@ -1,6 +1,6 @@
 """Latency budget against an SLO: TTFT (queue + prefill) + (O − 1)·TPOT + network overhead.
 
-Seed 001: "If p95 budget is 300 ms and S_base is 200 ms, max_wait must be ≤ 100 ms" — an adaptive
+docs/performance-model.md §8: a p95 budget of 300 ms and a service time of 200 ms leave max_wait ≤ 100 ms — an adaptive
 micro-batcher may hold a request at most ``target − (service time + network)``.
 """
 from __future__ import annotations

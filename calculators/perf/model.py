@@ -1,4 +1,4 @@
-"""The one performance-model interface every time-based calculator uses (shared/DESIGN.md §2).
+"""The one performance-model interface every time-based calculator uses (docs/performance-model.md §1).
 
 Implementations: :class:`calculators.perf.roofline.Roofline` (analytic). Throughput, latency, knee,
 fleet and simulator code only call these methods, never ask which model they hold.

@@ -1,6 +1,6 @@
 """Analytic (roofline) performance model: decode step and prefill time from datasheet peaks.
 
-Decode at batch ``B`` and context ``C`` (shared/DESIGN.md §4, issue 4)::
+Decode at batch ``B`` and context ``C`` (docs/performance-model.md §3.1)::
 
     bytes = dense weights + expert weights · (1 − (1 − k/E)^B)      (experts a batch touches)
             + B · KV bytes of a sequence of C tokens (windowed layers capped)
@@ -32,13 +32,13 @@ from calculators.perf.model import StepTimeMixin
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive, positive_int
 
-#: Achievable share of dense peak FLOP/s in large matmuls: 60–90 % (shared/reference/specs.md §1);
-#: a bf16 8192³ product ran at ≈ 80 % on an H200 here (specs.md, "Observed").
+#: Achievable share of dense peak FLOP/s in large matmuls: 60–90 % (docs/performance-model.md §4);
+#: a bf16 8192³ product ran at ≈ 80 % on an H200 (ibid.).
 COMPUTE_EFFICIENCY = 0.7
-#: Achievable share of HBM bandwidth: NVIDIA aiconfigurator's empirical 0.8 (specs.md §1).
+#: Achievable share of HBM bandwidth: NVIDIA aiconfigurator's empirical 0.8 (docs/performance-model.md §4).
 MEMORY_EFFICIENCY = 0.8
 #: Per-step fixed cost of a serving engine (scheduling, sampling, kernel launches under CUDA
-#: graphs), fitted by hand to the median of shared/fixtures/measured/published.json.
+#: graphs), fitted by hand to the median of published serving benchmarks (docs/performance-model.md §4).
 STEP_OVERHEAD_S = 2.0e-3
 #: Latency of one all-reduce of a small message within a node (NCCL/custom all-reduce, ≈ 5–20 µs).
 ALLREDUCE_LATENCY_S = 10e-6

@@ -2,8 +2,8 @@
 
 Interactive traffic wants a small batch (short TPOT, short TTFT); batch traffic wants the largest
 batch the memory allows. Serving both from one pool means sizing everything for the strictest SLO.
-Routing each class to its own pool (shared/seeds/003: "run two pools: a latency pool (batch 4–8)
-and a throughput pool (batch 32–128)") sizes each separately:
+Routing each class to its own pool (docs/queueing.md §6: a latency pool at batch 4–8
+and a throughput pool at batch 32–128) sizes each separately:
 
     pool i:   λ_i = share_i · λ,   plan_fleet(model, GPUs, Workload(λ_i, lengths_i, SLO_i))[0]
     total:    GPUs = Σ GPUs_i,   $/hour = Σ $/hour_i,   $/1M tokens = $/hour / 3600 / Σ λ_i (I_i + O_i) · 10⁶

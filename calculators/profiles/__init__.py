@@ -1,4 +1,4 @@
-"""Importers of measured benchmark profiles (issue 5): vLLM, GuideLLM, AIPerf/GenAI-Perf, LLMPerf, generic.
+"""Importers of measured benchmark profiles: vLLM, GuideLLM, AIPerf/GenAI-Perf, LLMPerf, generic.
 
 Public API::
 

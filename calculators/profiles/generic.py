@@ -1,4 +1,4 @@
-"""The generic profile format: a CSV or JSON anyone can write by hand (also in ``GENERIC_FORMAT.md``).
+"""The generic profile format: a CSV or JSON anyone can write by hand (docs/profile-formats.md §9).
 
 CSV: one header row, then one row per load point. Column names (case-insensitive, any order; all optional
 except that at least one load or throughput column must be there; unknown columns are an error so that typos
@@ -89,7 +89,7 @@ def _point(name: str, where: str, rec: dict) -> dict:
             scale = 1.0 if m.group(2) == "s" else 1e-3
             point.setdefault(_FIELD[m.group(1)], {})[key] = None if v is None else v * scale
         elif col not in _META_TEXT and col != "tensor_parallel_size":
-            raise InvalidInputError(f"{name}: {field}", col, "a column of the generic format (see GENERIC_FORMAT.md)")
+            raise InvalidInputError(f"{name}: {field}", col, "a column of the generic format (see docs/profile-formats.md §9)")
     return point
 
 

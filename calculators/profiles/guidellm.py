@@ -1,4 +1,4 @@
-"""GuideLLM benchmark reports (JSON; ``shared/reference/profile_formats.md`` §3).
+"""GuideLLM benchmark reports (JSON; ``docs/profile-formats.md`` §3).
 
 Schema generations, told apart by their keys:
 

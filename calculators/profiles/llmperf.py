@@ -1,4 +1,4 @@
-"""ray-project LLMPerf results (``shared/reference/profile_formats.md`` §6). Values are already in seconds.
+"""ray-project LLMPerf results (``docs/profile-formats.md`` §6). Values are already in seconds.
 
 ``llmperf-summary``
     ``{model}_{in}_{out}_summary.json``, a flattened dict. Request throughput =

@@ -1,7 +1,7 @@
 """The normalised measured profile: run metadata plus one :class:`LoadPoint` per benchmark load.
 
-Units are SI inside (DESIGN.md §3): seconds, tokens, requests; the unit is the suffix of the name.
-Every tool's metric is mapped onto one definition (``docs``: ``shared/reference/profile_formats.md`` §8):
+Units are SI inside (docs/data-policy.md §3): seconds, tokens, requests; the unit is the suffix of the name.
+Every tool's metric is mapped onto one definition (docs/profile-formats.md §8):
 
 - ``ttft_s``: time from sending a request to its first streamed token.
 - ``tpot_s``: decode time per output token *excluding* the first, per request,

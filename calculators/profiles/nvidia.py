@@ -1,4 +1,4 @@
-"""NVIDIA AIPerf and GenAI-Perf exports (``shared/reference/profile_formats.md`` §4–5).
+"""NVIDIA AIPerf and GenAI-Perf exports (``docs/profile-formats.md`` §4–5).
 
 Formats:
 

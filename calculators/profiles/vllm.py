@@ -1,6 +1,6 @@
 """vLLM's benchmark outputs, and the wrappers around them.
 
-Formats (``shared/reference/profile_formats.md`` §1–2):
+Formats (``docs/profile-formats.md`` §1–2):
 
 ``vllm-serve``
     ``vllm bench serve`` / ``benchmarks/benchmark_serving.py --save-result``: one JSON object per run, or

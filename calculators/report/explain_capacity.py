@@ -44,7 +44,7 @@ def memory_rows(doc: dict) -> list[dict]:
     st = doc["stages"][doc["binding_stage"]]
     rows = [("total GPU memory", doc["gpu_memory_bytes"], None, None, "GPU catalog / custom GPU"),
             ("budget = ceil(total × gpu_memory_utilization)", doc["budget_bytes"], None, None, "vLLM start-up"),
-            ("weights", st["weights_bytes"], None, None, "calculators/weights.py, per linear layer")]
+            ("weights", st["weights_bytes"], None, None, "sum of the linear layers, docs/vllm-memory.md §2.2")]
     for name, key in (("activation peak", "activation_peak"), ("non-torch", "non_torch"),
                       ("CUDA graphs", "cudagraph"), ("KV cache", "available_kv_cache")):
         e = st[key]
@@ -116,7 +116,7 @@ def math_kv_bytes_per_token(model: ModelSpec, doc: dict) -> dict:
     return {"formula": formula, "substituted": sub, "sources": [
         f"num_key_value_heads, head_dim, num_hidden_layers: config of {model.id} ({model.source or 'user config'})",
         f"bytes_per_element = {s_bytes}: kv_cache_dtype={s['kv_cache_dtype']}, dtype={s['dtype']}",
-        "rule: vLLM KVCacheSpec.page_size_bytes (shared/VLLM_MEMORY.md §3)"]}
+        "rule: vLLM KVCacheSpec.page_size_bytes (docs/vllm-memory.md §3)"]}
 
 
 def math_available_kv(doc: dict, gpu: GPUSpec | None = None) -> dict:
@@ -135,9 +135,9 @@ def math_available_kv(doc: dict, gpu: GPUSpec | None = None) -> dict:
     src = gpu.memory_note if gpu is not None else "custom GPU entered by the user"
     return {"formula": formula, "substituted": sub, "sources": [
         f"total GPU memory ({doc['gpu']}): {src}",
-        "weights: sum of the model's linear layers at the resolved quantization (calculators/weights.py)",
-        f"activation peak (estimate): {st['activation_peak']['basis']} (calculators/vllm_overheads.py, fitted to "
-        "shared/fixtures/vllm_logs)",
+        "weights: sum of the model's linear layers at the resolved quantization (docs/vllm-memory.md §2.2)",
+        f"activation peak (estimate): {st['activation_peak']['basis']} (docs/vllm-memory.md §2.3, fitted to "
+        "public start-up logs)",
         f"non-torch (estimate): {st['non_torch']['basis']}",
         f"CUDA graphs (estimate): {st['cudagraph']['basis']}; "
         + ("deducted by this version" if st["cudagraph_subtracted"] else "not deducted by this version")]}
@@ -163,7 +163,7 @@ def math_blocks_and_tokens(doc: dict) -> dict:
     return {"formula": f"{blocks.split(' = ')[0]} = floor(available / (block_size × KV bytes per token)); {rule}",
             "substituted": f"{blocks}; tokens = {sub} = {doc['kv_cache_tokens']:,}",
             "sources": [f"block_size = {s['block_size']} (vLLM default unless set)",
-                        f"rule of vLLM {v.text} ({v.engine}): shared/VLLM_MEMORY.md §5"]}
+                        f"rule of vLLM {v.text} ({v.engine}): docs/vllm-memory.md §5"]}
 
 
 def math_concurrency(doc: dict) -> dict:
@@ -177,7 +177,7 @@ def math_concurrency(doc: dict) -> dict:
         formula = "max_concurrency = num_gpu_blocks / blocks_per_request(max_model_len)"
         sub = f"{doc['num_gpu_blocks']:,} / {doc['blocks_per_request']:,} = {doc['max_concurrency']:.2f}x"
     return {"formula": formula, "substituted": sub,
-            "sources": [f"max_model_len = {s['max_model_len']:,}", "shared/VLLM_MEMORY.md §5"]}
+            "sources": [f"max_model_len = {s['max_model_len']:,}", "docs/vllm-memory.md §5"]}
 
 
 def math_advice(doc: dict) -> dict | None:
@@ -190,7 +190,7 @@ def math_advice(doc: dict) -> dict | None:
             "substituted": f"floor({doc['num_gpu_blocks']:,} / {a['blocks_per_sequence_mean']:.2f}) = "
                            f"{a['concurrency_at_mean']:,} → {a['recommended_max_num_seqs']:,}",
             "sources": [f"mean length {a['mean_len']:g} tokens" + (f", p95 {a['p95_len']:g}" if a["p95_len"] else "")
-                        + " (your workload; log-normal fitted to mean and p95)", "calculators/advice.py"]}
+                        + " (your workload; log-normal fitted to mean and p95)", "docs/vllm-memory.md §6"]}
 
 
 def math_budget(doc: dict) -> dict:
@@ -198,4 +198,4 @@ def math_budget(doc: dict) -> dict:
     return {"formula": "budget = ceil(total_gpu_memory × gpu_memory_utilization)",
             "substituted": f"ceil({doc['gpu_memory_bytes']:,.0f} B × {s['gpu_memory_utilization']:g}) = "
                            f"{doc['budget_bytes']:,.0f} B = {_gib(doc['budget_bytes'])}",
-            "sources": ["vLLM gpu_worker.determine_available_memory (shared/VLLM_MEMORY.md §1)"]}
+            "sources": ["vLLM gpu_worker.determine_available_memory (docs/vllm-memory.md §2.1)"]}

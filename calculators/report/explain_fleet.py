@@ -37,13 +37,13 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
          "substituted": f"B = {b} (KV limit {plan.kv_batch_limit:,} requests of {w.longest_len:,} tokens); "
                         f"TPOT = cycle / O = {tpot_ms:.1f} ms"
                         + (f" ≤ {w.tpot_p99_s * 1e3:g} ms" if w.tpot_p99_s else ""),
-         "sources": ["KV limit: vLLM start-up accounting (shared/VLLM_MEMORY.md)",
-                     "step times: roofline (calculators/roofline.py)"]},
+         "sources": ["KV limit: vLLM start-up accounting (docs/vllm-memory.md)",
+                     "step times: roofline (docs/performance-model.md §3)"]},
         {"title": "Replica throughput",
          "formula": "cycle = O × decode step(B, I + O/2) + prefill(B prompts); r = B / cycle [requests/s]",
          "substituted": f"cycle = {cycle:.3f} s; r = {b} / {cycle:.3f} s = {r:.3f} requests/s "
                         f"= {plan.output_tokens_per_s or 0:,.0f} output tokens/s per replica",
-         "sources": ["continuous batching in steady state (calculators/serving.py)"]},
+         "sources": ["continuous batching in steady state (docs/performance-model.md §2)"]},
         {"title": "Replicas",
          "formula": "replicas = max(⌈λ / (cap × r)⌉, fewest meeting p99 TTFT = prefill + p99 wait (M/G/c, "
                     "c = B, Allen–Cunneen))" + (" + 1 (N+1)" if n_plus_one else ""),
@@ -51,11 +51,11 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
                         f"{plan.replicas} (p99 TTFT {(plan.ttft_p99_s or 0) * 1e3:.0f} ms, "
                         f"utilisation {(plan.utilisation or 0):.0%})",
          "sources": [f"utilisation cap {utilisation_cap:g} (your headroom input)",
-                     "queueing: calculators/queueing.py (Gross & Harris 1998 §7.2)"]},
+                     "queueing: docs/queueing.md §5 (Gross & Harris 1998 §7.2)"]},
         {"title": "GPUs", "formula": "GPUs = replicas × tensor_parallel_size × pipeline_parallel_size",
          "substituted": f"{plan.replicas} × {plan.tensor_parallel_size} × {plan.pipeline_parallel_size} = "
                         f"{plan.total_gpus} GPUs ({g} per replica, {plan.nodes} node(s))",
-         "sources": ["layout: TP within a node, PP across nodes (calculators/fleet.py)"]},
+         "sources": ["layout: TP within a node, PP across nodes (docs/queueing.md §5)"]},
     ]
     if plan.usd_per_hour is not None:
         p, share = plan.usd_per_gpu_hour, plan.prefill_share or 0.0
@@ -70,22 +70,22 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
                             f"× 10⁶ = ${plan.usd_per_million_output_tokens:.3f}; input: × {share:.3f} / "
                             f"({lam:g} × {i:g}) × 10⁶ = ${plan.usd_per_million_input_tokens:.3f}; "
                             f"all tokens: ${plan.usd_per_million_tokens:.3f}",
-             "sources": ["cost split by the prefill and decode shares of a request cycle (calculators/fleet.py)"]},
+             "sources": ["cost split by the prefill and decode shares of a request cycle (docs/queueing.md §5)"]},
         ]
     return steps
 
 
 def efficiency_sources(eff: Efficiencies, source: str) -> list[str]:
-    """Where the performance model's constants come from (defaults cite calculators/roofline.py)."""
+    """Where the performance model's constants come from (docs/performance-model.md §4)."""
     default = eff == Efficiencies()
     why = "defaults" if default else source
     return [
         f"compute efficiency {eff.compute:g} ({why}; default {COMPUTE_EFFICIENCY:g}: 60–90 % of dense peak in large "
-        "matmuls, shared/reference/specs.md §1)",
+        "matmuls, docs/performance-model.md §4)",
         f"memory efficiency {eff.memory:g} ({why}; default {MEMORY_EFFICIENCY:g}: NVIDIA aiconfigurator's empirical "
         "0.8)",
         f"step overhead {float(eff.step_overhead_s) * 1e3:g} ms ({why}; default {STEP_OVERHEAD_S * 1e3:g} ms fitted "
-        "to shared/fixtures/measured/published.json)",
+        "to published serving benchmarks, docs/performance-model.md §4)",
         f"performance model: {source}",
     ]
 
@@ -105,7 +105,7 @@ def math_disagg(d) -> list[dict]:
     p, q = d.prefill, d.decode
     return [
         {"title": "KV bytes moved", "formula": "input_len × KV bytes per token of the whole model",
-         "substituted": f"= {d.kv_bytes_per_request:,.0f} B", "sources": ["calculators/kv_cache.py (TP 1)"]},
+         "substituted": f"= {d.kv_bytes_per_request:,.0f} B", "sources": ["docs/vllm-memory.md §3.1 (TP 1)"]},
         {"title": "Transfer time", "formula": "KV bytes / link bandwidth per direction",
          "substituted": f"{d.kv_bytes_per_request:,.0f} B / {d.link_bytes_per_s / 1e9:g} GB/s = "
                         f"{d.transfer_s * 1e3:.3f} ms", "sources": [d.link]},
@@ -117,5 +117,5 @@ def math_disagg(d) -> list[dict]:
         {"title": "Pools", "formula": "instances = fewest meeting the utilisation cap and the SLO",
          "substituted": f"{p.instances} prefill ({p.gpus} GPUs) + {q.instances} decode ({q.gpus} GPUs) = "
                         f"{d.total_gpus} GPUs; p99 TTFT {d.ttft_p99_s * 1e3:.0f} ms incl. transfer; "
-                        f"TPOT {d.tpot_s * 1e3:.1f} ms", "sources": ["calculators/disagg.py"]},
+                        f"TPOT {d.tpot_s * 1e3:.1f} ms", "sources": ["docs/queueing.md §7"]},
     ]

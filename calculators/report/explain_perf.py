@@ -210,7 +210,7 @@ def _pm_sources(r: Roofline) -> list[str]:
     return [f"peak {g.peak_flop_per_s[r.dtype_used] / 1e12:,.1f} TFLOP/s ({r.dtype_used}, dense) and HBM "
             f"{g.memory_bandwidth_bytes_per_s / 1e9:,.0f} GB/s: {g.id} datasheet ({g.source or 'custom GPU'})",
             f"efficiencies: compute {e.compute:.2f}, memory {e.memory:.2f}, step overhead "
-            f"{e.step_overhead_s * 1e3:.2f} ms (calculators/roofline.py, or the calibration in force)",
+            f"{e.step_overhead_s * 1e3:.2f} ms (docs/performance-model.md §4, or the calibration in force)",
             f"weights and KV bytes per GPU: {r.model.id} config, TP {_tp(r)} × PP {r.pipeline_parallel_size}"]
 
 
@@ -239,7 +239,7 @@ def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
            + f"; overhead {_ms(e.step_overhead_s)} → step = TPOT = {_ms(t['step_s'])} "
            f"({'memory' if t['memory_bound'] else 'compute'}-bound)")
     return {"formula": formula, "substituted": sub, "sources": _pm_sources(r) + [
-        "rule: shared/DESIGN.md §4 (Roofline); calculators/roofline.py decode_terms"]}
+        "rule: docs/performance-model.md §3.1 (decode step)"]}
 
 
 def math_crossover(r: Roofline, context_tokens: float, crossover: float | None) -> dict:
@@ -265,7 +265,7 @@ def math_crossover(r: Roofline, context_tokens: float, crossover: float | None) 
                 + (" (MoE: experts touched grow with B, solved by bisection)" if c.expert_hit_fraction else "")
                 + f"; bisection on the full model: {crossover:,.0f} sequences")
     return {"formula": formula, "substituted": sub, "sources": _pm_sources(r) + [
-        "rule: shared/DESIGN.md §4; calculators/roofline.py crossover_batch_size"]}
+        "rule: docs/performance-model.md §5 (crossover batch size)"]}
 
 
 def math_ridge(r: Roofline) -> dict:
@@ -295,8 +295,8 @@ def math_knee(knee_doc: dict) -> dict:
     return {"formula": f"knee = smallest B on the 1, 2, 4, … grid with T(2B) ÷ T(B) − 1 < {th:.0%} "
                        "(T: output tokens/s per replica; T(2B) interpolated in log B at the KV limit)",
             "substituted": sub,
-            "sources": ["rule of thumb of seed 001 (stop where doubling the batch gains < 15 %)",
-                        "calculators/curves.py knee_batch; the same as `llmcap knee --json`"]}
+            "sources": ["knee rule, docs/performance-model.md §7 (stop where doubling the batch gains < 15 %)",
+                        "the same as `llmcap knee --json`"]}
 
 
 def math_throughput(perf_doc: dict) -> dict:
@@ -310,21 +310,21 @@ def math_throughput(perf_doc: dict) -> dict:
                            f"{tps:,.0f} tokens/s; per GPU {perf_doc['output_tokens_per_s_per_gpu']:,.0f}; "
                            f"end-to-end = {_ms(perf_doc['ttft_s'])} + ({o:,} − 1) × {_ms(perf_doc['tpot_s'])} = "
                            f"{_ms(perf_doc['e2e_latency_s'])} (I = {i:,})",
-            "sources": ["calculators/serving.py serving_metrics (what a benchmark at concurrency B measures)"]}
+            "sources": ["docs/performance-model.md §2 (what a benchmark at concurrency B measures)"]}
 
 
 def math_budget(view: dict, *, batch: int, output_len: float, replicas: int, target_s: float) -> dict:
     """The latency budget at a batch: queue + prefill + decode + network against the target."""
     b, m = view["budget"], view["m"]
     return {"formula": "end-to-end = queue (p99) + prefill + (O − 1) × TPOT + network; margin = target − total; "
-                       "max_wait = target − (prefill + decode) − network (seed 001: budget − service time)",
+                       "max_wait = target − (prefill + decode) − network (docs/performance-model.md §8: budget − service time)",
             "substituted": f"{_ms(b['queue_s'])} + {_ms(b['prefill_s'])} + ({output_len:g} − 1) × "
                            f"{_ms(m['tpot_s'])} + {_ms(b['network_s'])} = {_ms(b['total_s'])}; margin = "
                            f"{_ms(target_s)} − {_ms(b['total_s'])} = {_ms(b['margin_s'])}; max_wait = "
                            f"{_ms(target_s)} − {_ms(b['prefill_s'] + b['decode_s'])} − {_ms(b['network_s'])} "
                            f"= {_ms(b['max_wait_s'])} (batch {batch:,}, {replicas:,} replica(s))",
-            "sources": ["calculators/latency_budget.py latency_budget", "calculators/serving.py serving_metrics",
-                        "seed 001: 'If p95 budget is 300 ms and S_base is 200 ms, max_wait must be ≤ 100 ms'"]}
+            "sources": ["docs/performance-model.md §8 (latency budget)", "docs/performance-model.md §2 (serving metrics)",
+                        "e.g. a p95 budget of 300 ms and a service time of 200 ms leave max_wait ≤ 100 ms"]}
 
 
 def math_queue(view: dict, *, batch: int, replicas: int, request_rate_per_s: float) -> dict:
@@ -336,5 +336,5 @@ def math_queue(view: dict, *, batch: int, replicas: int, request_rate_per_s: flo
                            f"S = {_ms(m['e2e_latency_s'])}; c = {batch:,}; ρ = {view['utilisation']:.3f}; "
                            f"P(wait) = {view['prob_wait']:.4f}; mean wait {_ms(view['wait_mean_s'])}, "
                            f"p99 wait {_ms(view['wait_p99_s'])}",
-            "sources": ["calculators/queueing.py batched_server_wait (Kleinrock 1975 §3.5; Gross & Harris 1998 "
+            "sources": ["docs/queueing.md §4 (Kleinrock 1975 §3.5; Gross & Harris 1998 "
                         "§2.3, §7.2)"]}

@@ -45,9 +45,9 @@ def math_fitted_tpot(calibration, overlay: pd.DataFrame, roofline) -> dict:
                            f"{pred * 1e3:.2f} ms vs measured {row['measured_tpot_s'] * 1e3:.2f} ms "
                            f"({pred / row['measured_tpot_s'] - 1:+.1%}); median |error| over {c.points} points "
                            f"{c.median_abs_error:.1%}",
-            "sources": ["calculators/calibration.py (fit), calculators/roofline.py (terms)",
+            "sources": ["docs/performance-model.md §9.2 (fit), §3 (terms)",
                         f"{c.model} on {c.gpu} × TP {c.tensor_parallel_size}; profile: {c.source or 'uploaded'}",
-                        "shared/DESIGN.md §4 (roofline)"]}
+                        "docs/performance-model.md §3 (roofline)"]}
 
 
 def math_knee(knee: MeasuredKnee) -> dict:
@@ -59,8 +59,8 @@ def math_knee(knee: MeasuredKnee) -> dict:
     return {"formula": f"knee = smallest B with T(2B) / T(B) − 1 < {knee.threshold:.0%}; T = measured output "
                        "tokens/s, interpolated in log2 B between measured batches (only where 2B was measured)",
             "substituted": ("gain of doubling — " + ", ".join(parts) + " → " if parts else "") + verdict,
-            "sources": ["the same rule as the roofline curves (calculators/curves.py knee_batch; "
-                        "seed 001: stop where doubling the batch gains less than 15 %)",
+            "sources": ["the same rule as the roofline curves (docs/performance-model.md §7: "
+                        "stop where doubling the batch gains less than 15 %)",
                         "B from Little's law at each load point"]}
 
 

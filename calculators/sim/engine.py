@@ -1,4 +1,4 @@
-"""Iteration-level discrete-event simulator of one serving replica (issue 7).
+"""Iteration-level discrete-event simulator of one serving replica.
 
 One engine *step* (iteration) at a time, as vLLM's scheduler runs them, with step times from any
 :class:`~calculators.perf.model.PerformanceModel`:
@@ -807,19 +807,19 @@ def sweep_length_mix(pm: PerformanceModel, mixes: dict, arrivals, *, policy=None
     return SweepResult(df, None, None if not ok.any() else float(np.flatnonzero(ok)[-1]))
 
 
-# --------------------------------------------------------------------------- the seed experiment
+# --------------------------------------------------------------------------- continuous vs static
 
 
 def continuous_vs_static(pm: PerformanceModel, *, batch_size: int = 32, input_mean: float = 256,
                          input_p95: float = 600, output_mean: float = 150, output_p95: float = 450,
                          request_rate: float | None = None, num_requests: int = 3000, max_wait_ms: float = 50.0,
                          seed: int = 0) -> dict:
-    """The seeds' experiment (shared/seeds/004): continuous vs static batching on log-normal lengths.
+    """The classic experiment (docs/queueing.md §9): continuous vs static batching on log-normal lengths.
 
     ``request_rate=None`` offers a closed loop of ``2 · batch_size`` users with no think time, so both
     policies run saturated and the throughput ratio is a capacity ratio; a rate gives an open loop.
     Returns the throughput ratio (continuous ÷ static, requests/s) and each policy's p99 TTFT and
-    end-to-end latency [s] and output tokens/s. The seeds claim 2–4×; this reports what the
+    end-to-end latency [s] and output tokens/s. Textbooks often quote 2–4×; this reports what the
     simulation gives.
     """
     arr = ClosedLoop(2 * batch_size) if request_rate is None else Poisson(request_rate)

@@ -1,6 +1,6 @@
 """vLLM's start-up KV-cache accounting, per version: budget, blocks, and the lines it prints.
 
-Method: ``shared/VLLM_MEMORY.md`` §0–§6. Per GPU worker::
+Method: docs/vllm-memory.md §0–§6. Per GPU worker::
 
     available = ceil(total × gpu_memory_utilization) − weights − activation_peak − non_torch
                 [− cudagraph, where the version deducts it]

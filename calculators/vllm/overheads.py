@@ -2,7 +2,7 @@
 
 vLLM *measures* the activation peak of a dummy forward pass, the growth of non-torch memory and
 the CUDA-graph pool; no formula reproduces them exactly. These estimates are fitted by hand to the
-start-up logs in ``shared/fixtures/vllm_logs/cases.json`` and ``shared/VLLM_MEMORY.md`` §2.3–2.5
+public start-up logs (docs/vllm-memory.md §2.3–§2.5 and §7)
 (observed: activation 0.19–0.57 GiB for 7–14B dense models at 2–8k batched tokens, ~1.0 GiB for
 Qwen2.5-7B-AWQ, 1.3–1.4 GiB for 70B TP4 / 235B TP8, 2.07 GiB for Llama-3.1-8B at 20k tokens on V0;
 non-torch 0.06–0.43 GiB; CUDA graphs 0.48 GiB for a 28-layer 7B, 3.45 GiB for a 94-layer MoE at

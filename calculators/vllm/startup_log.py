@@ -1,7 +1,7 @@
 """Read a pasted vLLM start-up log: its version, the settings it reveals and the numbers it printed.
 
-Line formats follow ``shared/VLLM_MEMORY.md`` and the real logs in
-``shared/fixtures/vllm_logs/cases.json``. When the log has no version banner, the version is
+Line formats follow docs/vllm-memory.md §1 and §5 and real public
+start-up logs. When the log has no version banner, the version is
 inferred from which lines appear (the *fingerprint*) and reported as a range with a representative
 release. Memory figures are GiB as printed (vLLM's V0 "GB" is GiB).
 """

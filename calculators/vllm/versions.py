@@ -1,6 +1,6 @@
 """What changed between vLLM releases, as far as start-up memory accounting goes.
 
-Source: ``shared/VLLM_MEMORY.md`` (read from vLLM source distributions 0.5.5 … 0.33.0).
+Source: docs/vllm-memory.md (read from vLLM source distributions 0.5.5 … 0.33.0).
 """
 from __future__ import annotations
 

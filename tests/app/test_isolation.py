@@ -222,9 +222,22 @@ def test_refused_script_name_is_a_plain_warning(make_app):
 
 
 def test_exported_html_escapes_user_text():
-    quote = pytest.importorskip("calculators.report.quote")
-    text = Path(quote.__file__).read_text()
-    assert "html.escape" in text  # every user string goes through it (see quote.py's docstring)
+    """A custom model named with markup (as an uploaded config.json can be) reaches the quote escaped."""
+    from calculators.planning.fleet import Workload, plan_fleet
+    from calculators.report.quote import quote_document, quote_html
+    from calculators.scenario import config_from_fields
+    from calculators.specs.catalog import get_gpu
+    from calculators.specs.hf_config import model_from_config
+    evil = '<img src=x onerror="alert(1)">'
+    model = model_from_config(config_from_fields(id=evil, hidden_size=1024, num_hidden_layers=4,
+                                                 num_attention_heads=8, num_key_value_heads=8,
+                                                 intermediate_size=4096, vocab_size=32000,
+                                                 max_position_embeddings=4096), id=evil)
+    w = Workload(request_rate_per_s=1, input_len=100, output_len=50)
+    gpus = [get_gpu("H100")]
+    text = quote_html(quote_document(model, gpus, w, plan_fleet(model, gpus, w, max_pp=1)))
+    assert "<img" not in text and "onerror=\"" not in text
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in text
 
 
 def test_capacity_csv_neutralises_formula_cells():
