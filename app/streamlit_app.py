@@ -1,18 +1,13 @@
 """Entry point: the scenario inputs in the sidebar (bound to the URL) and the navigation."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import streamlit as st
 
-import streamlit as st  # noqa: E402
-
-from app.ui import inputs, state  # noqa: E402
-from app.ui.compat import guard_integer_inputs_from_non_finite_urls  # noqa: E402
-from calculators.specs.catalog import CatalogError  # noqa: E402
+from app.ui import inputs, state
+from app.ui.compat import guard_integer_inputs_from_non_finite_urls
+from calculators.specs.catalog import CatalogError
 
 guard_integer_inputs_from_non_finite_urls()
 st.set_page_config(page_title="LLM capacity planner", page_icon=":material/memory:", layout="wide")

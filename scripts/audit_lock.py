@@ -1,6 +1,6 @@
-"""Check the pinned versions of ``requirements.lock`` against the advisories PyPI publishes.
+"""Check the pinned versions of the lock files against the advisories PyPI publishes.
 
-    .venv/bin/python scripts/audit_lock.py [requirements.lock]
+    .venv/bin/python scripts/audit_lock.py [LOCK ...]     # default: requirements.lock and requirements-dev.lock
 
 A fallback for ``pip-audit`` where only PyPI's per-project JSON is reachable (pip-audit asks for the
 per-version record, and skips a package when that lookup fails). The per-project record carries the
@@ -26,7 +26,7 @@ def pins(lock: Path) -> list[tuple[str, str]]:
         line = line.split("#", 1)[0].strip()
         if "==" in line and not line.startswith("-"):
             name, version = line.split("==", 1)
-            out.append((name.strip(), version.split(";")[0].strip()))
+            out.append((name.strip(), version.split(";")[0].rstrip("\\ ").strip()))  # "x==1.0 \\" + hashes
     return out
 
 
@@ -36,9 +36,10 @@ def project_record(name: str) -> dict:
 
 
 def main() -> int:
-    lock = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "requirements.lock")
+    root = Path(__file__).resolve().parents[1]
+    locks = [Path(a) for a in sys.argv[1:]] or [root / "requirements.lock", root / "requirements-dev.lock"]
     found, skipped, audited = [], [], 0
-    for name, version in pins(lock):
+    for name, version in sorted({p for lock in locks for p in pins(lock)}):
         try:
             rec = project_record(name)
         except OSError as exc:

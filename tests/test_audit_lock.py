@@ -13,8 +13,10 @@ spec.loader.exec_module(audit_lock)
 def test_pins_reads_name_and_version_and_skips_the_rest(tmp_path):
     lock = tmp_path / "requirements.lock"
     lock.write_text("# a comment\n--extra-index-url x\nnumpy==2.4.6\nstreamlit == 1.67.0  # why\n"
-                    "tomli==2.2.1 ; python_version < '3.11'\n\n")
-    assert audit_lock.pins(lock) == [("numpy", "2.4.6"), ("streamlit", "1.67.0"), ("tomli", "2.2.1")]
+                    "tomli==2.2.1 ; python_version < '3.11'\n\n"
+                    "zipp==3.1.0 \\\n    --hash=sha256:0a1b\n")
+    assert audit_lock.pins(lock) == [("numpy", "2.4.6"), ("streamlit", "1.67.0"), ("tomli", "2.2.1"),
+                                       ("zipp", "3.1.0")]
 
 
 def test_the_project_lock_pins_every_line():
