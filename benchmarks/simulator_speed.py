@@ -8,7 +8,9 @@ from __future__ import annotations
 import time
 
 from calculators.perf.roofline import Roofline
-from calculators.sim.engine import ContinuousBatching, StaticBatching, kv_blocks, simulate, sweep_max_num_seqs
+from calculators.sim.engine import simulate
+from calculators.sim.policies import ContinuousBatching, StaticBatching, kv_blocks
+from calculators.sim.sweeps import sweep_max_num_seqs
 from calculators.sim.workload import LogNormal, Poisson, make_workload
 from calculators.specs.catalog import get_gpu, get_model
 

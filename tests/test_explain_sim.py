@@ -14,14 +14,10 @@ import pytest
 from calculators.planning.queueing import md1_mean_wait_s, mm1_mean_wait_s
 from calculators.report import explain_sim as ex
 from calculators.sim import analysis as an
-from calculators.sim.engine import (
-    SLO,
-    ConstantStepModel,
-    ContinuousBatching,
-    StaticBatching,
-    simulate,
-    summarise_max_num_seqs,
-)
+from calculators.sim.engine import simulate
+from calculators.sim.policies import SLO, ContinuousBatching, StaticBatching
+from calculators.sim.step_table import ConstantStepModel
+from calculators.sim.sweeps import summarise_max_num_seqs
 from calculators.sim.workload import Constant, Fixed, LogNormal, Poisson, make_workload
 
 ONE_SERVER = ContinuousBatching(max_num_seqs=1, max_num_batched_tokens=100_000)

@@ -15,18 +15,10 @@ import pytest
 from calculators.errors import InvalidInputError
 from calculators.perf.roofline import Roofline
 from calculators.planning.queueing import md1_mean_wait_s, mm1_mean_wait_s
-from calculators.sim.engine import (
-    SLO,
-    ConstantStepModel,
-    ContinuousBatching,
-    StaticBatching,
-    continuous_vs_static,
-    simulate,
-    simulate_split,
-    sweep_length_mix,
-    sweep_max_num_seqs,
-    sweep_request_rate,
-)
+from calculators.sim.engine import simulate, simulate_split
+from calculators.sim.policies import SLO, ContinuousBatching, StaticBatching
+from calculators.sim.step_table import ConstantStepModel
+from calculators.sim.sweeps import continuous_vs_static, sweep_length_mix, sweep_max_num_seqs, sweep_request_rate
 from calculators.sim.workload import (
     ClosedLoop,
     Constant,

@@ -14,7 +14,9 @@ from calculators.errors import InvalidInputError
 from calculators.report import explain_sim
 from calculators.sim import analysis
 from calculators.sim.analysis import sweep_grid
-from calculators.sim.engine import SLO, ContinuousBatching, StaticBatching, continuous_vs_static, simulate
+from calculators.sim.engine import simulate
+from calculators.sim.policies import SLO, ContinuousBatching, StaticBatching
+from calculators.sim.sweeps import continuous_vs_static
 from calculators.sim.workload import (
     MAX_SIM_REQUESTS,
     ClosedLoop,
@@ -310,7 +312,7 @@ def _seed_experiment(pm) -> None:
 
 def _sweep(pm, ctx, trace, num_blocks: int, block_size: int, slo: SLO) -> None:
     from calculators.report.perf import knee_document
-    from calculators.sim.engine import sweep_max_num_seqs
+    from calculators.sim.sweeps import sweep_max_num_seqs
     g = st.session_state
     if not st.toggle("Sweep max_num_seqs (knee and SLO point beside the analytic knee)", key="sim_sweep_on"):
         return

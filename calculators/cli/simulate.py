@@ -11,7 +11,8 @@ import json
 from calculators.cli.flags import resolve_model
 from calculators.errors import InvalidInputError
 from calculators.perf.roofline import Roofline
-from calculators.sim.engine import SLO, ContinuousBatching, StaticBatching, kv_blocks, simulate
+from calculators.sim.engine import simulate
+from calculators.sim.policies import SLO, ContinuousBatching, StaticBatching, kv_blocks
 from calculators.sim.workload import Gamma, Poisson, length_distribution, make_workload, read_trace
 from calculators.specs.catalog import get_gpu
 

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from calculators.sim.analysis import ClosedForms, LittleCheck
-from calculators.sim.engine import SLO, SimulationResult
+from calculators.sim.policies import SLO
+from calculators.sim.results import SimulationResult
 
 METRICS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2e", "end-to-end"), ("queue_wait", "queue wait"))
 KLEINROCK = "Kleinrock, Queueing Systems Vol. 1 (1975)"

@@ -1,7 +1,7 @@
 """What a simulation run says beyond its summary: the time line and latency CDFs as tidy frames,
 Little's law checked on the run, the run seen as a queue (its closed-form waits), and sweep grids.
 
-Pure functions of a :class:`calculators.sim.engine.SimulationResult`, SI units (seconds, 1/s).
+Pure functions of a :class:`calculators.sim.results.SimulationResult`, SI units (seconds, 1/s).
 
 Sources: L. Kleinrock, *Queueing Systems, Vol. 1* (1975), §3.2 (M/M/1), §3.5 (M/M/c, Erlang C) and
 §5.6 (Pollaczek–Khinchine, M/D/1); J. D. C. Little, "A proof for the queuing formula L = λW",
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from calculators.planning.queueing import md1_mean_wait_s, mm1_mean_wait_s, mmc_wait
-from calculators.sim.engine import SimulationResult
+from calculators.sim.results import SimulationResult
 
 
 def timeline_frame(res: SimulationResult, *, max_points: int = 600) -> pd.DataFrame:

@@ -284,6 +284,18 @@ def make_workload(arrivals: object, input_len: object, output_len: object, *, nu
                     offered_rate_per_s=float(arrivals.rate_per_s))
 
 
+def initial_arrivals(wl: Workload) -> tuple[list[tuple[float, int]], int]:
+    """The arrival heap a run starts with, ``[(time_s, request id)]``, and the next id to release.
+
+    Open loop: every request at its arrival time. Closed loop: the first ``concurrency`` requests at 0;
+    each later one arrives ``think_s`` after a user's previous request finishes.
+    """
+    if wl.closed_loop is None:
+        return list(zip(wl.arrival_s.tolist(), range(wl.num_requests), strict=True)), wl.num_requests
+    n0 = min(int(wl.closed_loop.concurrency), wl.num_requests)
+    return [(0.0, i) for i in range(n0)], n0
+
+
 def workload_from_arrays(arrival_s: ArrayLike, input_tokens: ArrayLike, output_tokens: ArrayLike) -> Workload:
     """A workload from given arrival times [s] and token counts (sorted by arrival)."""
     a = np.asarray(arrival_s, dtype=np.float64)

@@ -1,0 +1,69 @@
+"""Step times of one run, tabulated once: decode per batch size on a context grid, prefill per token count.
+
+The simulator asks for a step time millions of times; one vectorised call of the performance model per
+batch size (at most ``CONTEXT_GRID_POINTS`` contexts, linearly interpolated) keeps each lookup O(1).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from calculators.perf.model import PerformanceModel
+
+CONTEXT_GRID_POINTS = 2048
+
+
+class StepTable:
+    """Decode times per batch size on a context grid (lazy, one vectorised call per batch size) and
+    prefill times for every token count up to ``max_prefill``."""
+
+    def __init__(self, pm: PerformanceModel, max_context: int, max_prefill: int):
+        self.pm = pm
+        self.h = max(1.0, math.ceil((max_context + 2) / CONTEXT_GRID_POINTS))
+        self.inv_h = 1.0 / self.h
+        self.grid = self.h * np.arange(1, int(math.ceil((max_context + 2) / self.h)) + 3)
+        self.rows: dict[int, list[float]] = {}
+        self.prefill = [0.0] + np.broadcast_to(pm.prefill_time_s(np.arange(1, max_prefill + 1), 1),
+                                               (max_prefill,)).astype(np.float64).tolist()
+
+    def row(self, batch: int) -> list[float]:
+        r = self.rows.get(batch)
+        if r is None:
+            r = np.broadcast_to(self.pm.decode_step_time_s(batch, self.grid), self.grid.shape).astype(float).tolist()
+            self.rows[batch] = r
+        return r
+
+    def decode(self, batch: int, context: float) -> float:
+        r = self.row(batch)
+        x = context * self.inv_h - 1.0
+        if x < 0.0:
+            x = 0.0
+        i = int(x)
+        a = r[i]
+        return a + (x - i) * (r[i + 1] - a)
+
+    def decode_many(self, batch: int, contexts: np.ndarray) -> np.ndarray:
+        return np.interp(contexts, self.grid, np.asarray(self.row(batch)))
+
+
+class ConstantStepModel:
+    """A stub performance model: every decode step takes ``decode_s`` and a prefill of ``P`` tokens
+    ``prefill_s_per_token · P`` (for validating against closed-form queues)."""
+
+    def __init__(self, decode_s: float = 0.01, prefill_s_per_token: float = 0.0, prefill_fixed_s: float = 0.0):
+        self.decode_s, self.per_token, self.fixed = decode_s, prefill_s_per_token, prefill_fixed_s
+
+    @property
+    def num_gpus(self) -> np.ndarray:
+        return np.asarray(1)
+
+    def decode_step_time_s(self, batch_size, context_tokens) -> np.ndarray:
+        return np.full(np.broadcast(np.asarray(batch_size), np.asarray(context_tokens)).shape, self.decode_s)
+
+    def prefill_time_s(self, prompt_tokens, num_prompts=1) -> np.ndarray:
+        return self.fixed + self.per_token * np.asarray(prompt_tokens, dtype=np.float64) * np.asarray(num_prompts)
+
+    def step_time_s(self, batch, context_tokens, phase: str = "decode") -> np.ndarray:
+        return (self.decode_step_time_s(batch, context_tokens) if phase == "decode"
+                else self.prefill_time_s(context_tokens, batch))
