@@ -5,7 +5,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app.ui import inputs, state
+from app.ui import inputs, keys, state
 from app.ui.compat import guard_integer_inputs_from_non_finite_urls
 from calculators.specs.catalog import CatalogError
 
@@ -19,7 +19,7 @@ except CatalogError as exc:
     st.stop()
 
 ctx = state.compute(scenario)
-st.session_state["_computed"] = ctx
+st.session_state[keys.COMPUTED] = ctx
 inputs.show_input_error(ctx, placeholders)
 inputs.show_permalink(ctx)
 

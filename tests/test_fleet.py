@@ -113,3 +113,20 @@ def test_cli_plan_json():
                 "output_tokens_per_s_per_gpu", "usd_per_hour", "usd_per_million_output_tokens", "meets_slo"):
         assert key in first
     assert first["meets_slo"] and "vllm serve" in first["vllm_serve"]
+
+
+def test_cost_vs_tpot_target_never_costs_more_for_a_looser_target():
+    from calculators.planning.fleet import cost_vs_tpot_target, plan_fleet
+    m, gpus = get_model("meta-llama/Llama-3.1-8B-Instruct"), [get_gpu("H100"), get_gpu("A100-80GB")]
+    w = Workload(request_rate_per_s=20, input_len=1000, output_len=200, ttft_p99_s=2.0)
+    rows = cost_vs_tpot_target(m, gpus, w, (0.015, 0.03, 0.1))
+    assert rows and {r["gpu"] for r in rows} <= {"H100-SXM", "A100-80GB-SXM"}
+    for g in {r["gpu"] for r in rows}:
+        costs = [r["usd_per_million_output_tokens"] for r in rows if r["gpu"] == g]
+        assert costs == sorted(costs, reverse=True)  # a looser target can only widen the choice
+    # each row is the cheapest plan meeting its target, as plan_fleet ranks it
+    r = rows[0]
+    best = next(p for p in plan_fleet(m, [get_gpu(r["gpu"])], Workload(20, 1000, 200, ttft_p99_s=2.0,
+                                                                       tpot_p99_s=r["tpot_target_s"]), max_pp=1)
+                if p.meets_slo)
+    assert best.tpot_s <= r["tpot_target_s"] and r["gpus"] == best.total_gpus

@@ -74,12 +74,14 @@ def column_config(frame) -> dict:
     return {c: st.column_config.NumberColumn(c, format=f) for c, f in COLUMN_FORMATS.items() if c in frame.columns}
 
 
-def cost_vs_slo_chart(frame):
+def cost_vs_slo_chart(rows: list[dict]):
     """$/1M output tokens of the best layout per GPU type against the TPOT target [ms]."""
+    import pandas as pd
     import plotly.graph_objects as go
+    frame = pd.DataFrame(rows)
     fig = go.Figure()
     for gpu, rows in frame.groupby("gpu", sort=False):
-        fig.add_scatter(x=rows["tpot_target_ms"], y=rows["usd_per_million_output_tokens"], mode="lines+markers",
+        fig.add_scatter(x=rows["tpot_target_s"] * 1e3, y=rows["usd_per_million_output_tokens"], mode="lines+markers",
                         name=gpu, customdata=rows[["layout", "gpus"]],
                         hovertemplate=(f"{gpu}<br>TPOT ≤ %{{x:g}} ms: $%{{y:.3f}} per 1M output tokens"
                                        "<br>%{customdata[0]}, %{customdata[1]} GPUs<extra></extra>"))

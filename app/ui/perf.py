@@ -2,30 +2,29 @@
 measured profile when the session has chosen one ("use this calibration" on Measured profiles).
 
 Contract: ``st.session_state["calibration"]`` holds a :class:`calculators.perf.calibration.Calibration`
-(or nothing); ``st.session_state["_calibration_param"]`` its compact form, which the permalink
+(or nothing); ``st.session_state[keys.CALIBRATION_PARAM]`` its compact form, which the permalink
 carries as ``cal=`` and the entry point restores.
 """
 from __future__ import annotations
 
 import streamlit as st
 
+from app.ui import keys
 from app.ui.state import Computed
 from calculators.errors import InvalidInputError
 from calculators.perf.calibration import Calibration
 from calculators.perf.roofline import Efficiencies, Roofline
 
-CALIBRATION = "calibration"
-
 
 def use_calibration(cal: Calibration | None) -> None:
     """Switch every page to this calibration (``None``: back to the datasheet roofline)."""
-    st.session_state[CALIBRATION] = cal
-    st.session_state["_calibration_param"] = cal.to_param() if cal else None
+    st.session_state[keys.CALIBRATION] = cal
+    st.session_state[keys.CALIBRATION_PARAM] = cal.to_param() if cal else None
 
 
 def efficiencies(ctx: Computed) -> tuple[Efficiencies, str]:
     """The constants in force and where they come from."""
-    cal = st.session_state.get(CALIBRATION)
+    cal = st.session_state.get(keys.CALIBRATION)
     if cal is not None:
         return cal.efficiencies, (f"calibrated on {cal.source or 'a measured profile'} "
                                   f"({cal.model} on {cal.gpu}, median |error| {cal.median_abs_error:.1%})")

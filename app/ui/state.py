@@ -9,13 +9,11 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from app.ui import keys
 from calculators.errors import InvalidInputError
 from calculators.scenario import Scenario
 from calculators.specs.catalog import get_gpu, get_model, load_gpus, load_models
 from calculators.specs.schema import GPUSpec, ModelSpec
-
-CUSTOM_GPUS = "custom_gpus"      # id -> GPUSpec
-CUSTOM_MODELS = "custom_models"  # id -> (ModelSpec, config dict)
 
 
 @dataclass
@@ -33,11 +31,11 @@ class Computed:
 
 
 def custom_gpus() -> dict[str, GPUSpec]:
-    return st.session_state.setdefault(CUSTOM_GPUS, {})
+    return st.session_state.setdefault(keys.CUSTOM_GPUS, {})
 
 
 def custom_models() -> dict[str, tuple[ModelSpec, dict]]:
-    return st.session_state.setdefault(CUSTOM_MODELS, {})
+    return st.session_state.setdefault(keys.CUSTOM_MODELS, {})
 
 
 def gpu_options() -> list[str]:
@@ -48,7 +46,7 @@ def model_options() -> list[str]:
     """Catalog ids, then names the link used for a catalog model (an alias such as an Instruct variant;
     kept so that ``vllm serve`` shows the name the user gave, as the CLI does), then custom models."""
     ids = list(load_models())
-    return ids + [a for a in st.session_state.get("_model_aliases", []) if a not in ids] + [
+    return ids + [a for a in st.session_state.get(keys.MODEL_ALIASES, []) if a not in ids] + [
         k for k in custom_models() if k not in load_models()]
 
 
@@ -111,7 +109,7 @@ def _capacity(scenario: Scenario, model: ModelSpec, gpu: GPUSpec,
 
 def computed() -> Computed:
     """The result of this run's sidebar inputs (set by the entry point)."""
-    return st.session_state["_computed"]
+    return st.session_state[keys.COMPUTED]
 
 
 def compute_detached(scenario: Scenario, model: ModelSpec, gpu: GPUSpec) -> dict | InvalidInputError:

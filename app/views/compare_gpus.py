@@ -9,60 +9,65 @@ from app.ui import state, widgets
 from calculators.errors import InvalidInputError
 from calculators.planning.fleet import gpu_price
 
-ctx = state.computed()
-st.title("Compare GPUs")
-if widgets.show_error(ctx):
-    st.stop()
-scn, model = ctx.scenario, ctx.model
-options = state.gpu_options()
-default = [g for g in dict.fromkeys([ctx.gpu.id, "H200-SXM", "MI300X"]) if g in options]
-gpu_ids = st.multiselect("GPU types", options, default=default, key="compare_gpus")
-st.caption(f"{state.served_name(scn, model)} · {scn.request_rate_per_s:g} requests/s · {scn.input_len:g} in / "
-           f"{scn.output_len:g} out · p99 TTFT ≤ {scn.ttft_p99_ms or 0:g} ms · p99 TPOT ≤ {scn.tpot_p99_ms or 0:g} ms "
-           "· utilisation cap 0.8, catalog prices (change them on the Fleet planner)")
-if not gpu_ids:
-    st.info("Pick at least one GPU type.")
-    st.stop()
-gpus = [state.resolve_gpu(g) for g in gpu_ids]
-try:
-    plans, w, kw, eff_source, key = fc.planned(ctx, model, gpus, "compare")
-except InvalidInputError as exc:
-    st.error(f"Cannot plan this workload — {exc}")
-    st.stop()
 
-rows = []
-for g in gpus:
-    mine = [p for p in plans if p.gpu == g.id]
-    best = next((p for p in mine if p.meets_slo), None) or next((p for p in mine if p.fits), None)
-    if best is None:
-        rows.append({"GPU": g.id, "layout": mine[0].message if mine else "no layout", "meets SLO": False})
-        continue
-    rows.append({"GPU": g.id, "layout": f"{best.replicas} × TP{best.tensor_parallel_size}×PP"
-                                       f"{best.pipeline_parallel_size} at batch {best.batch_size}",
-                 "GPUs": best.total_gpus, "$/hour": best.usd_per_hour,
-                 "$/1M input": best.usd_per_million_input_tokens, "$/1M output": best.usd_per_million_output_tokens,
-                 "$/1M tokens": best.usd_per_million_tokens, "tok/s per GPU": best.output_tokens_per_s_per_gpu,
-                 "TTFT p99 [ms]": best.ttft_p99_s * 1e3, "TPOT [ms]": best.tpot_s * 1e3, "meets SLO": best.meets_slo})
-frame = pd.DataFrame(rows)
-st.subheader("Best layout per GPU type")
-st.caption(f"Performance model: {eff_source}")
-st.dataframe(frame, hide_index=True, column_config=fc.column_config(frame), key="compare_table")
-bars = frame.dropna(subset=[c for c in ("GPUs", "$/1M output") if c in frame.columns]) \
-    if {"GPUs", "$/1M output"} <= set(frame.columns) else frame.iloc[0:0]
-if len(bars):
-    st.plotly_chart(fc.compare_bars(bars), key="compare_bars")
+def render() -> None:
+    """Draw the page."""
+    ctx = state.computed()
+    st.title("Compare GPUs")
+    if widgets.show_error(ctx):
+        st.stop()
+    scn, model = ctx.scenario, ctx.model
+    options = state.gpu_options()
+    default = [g for g in dict.fromkeys([ctx.gpu.id, "H200-SXM", "MI300X"]) if g in options]
+    gpu_ids = st.multiselect("GPU types", options, default=default, key="compare_gpus")
+    st.caption(f"{state.served_name(scn, model)} · {scn.request_rate_per_s:g} requests/s · {scn.input_len:g} in / "
+               f"{scn.output_len:g} out · p99 TTFT ≤ {scn.ttft_p99_ms or 0:g} ms · p99 TPOT ≤ "
+               f"{scn.tpot_p99_ms or 0:g} ms · utilisation cap 0.8, catalog prices (change them on the Fleet planner)")
+    if not gpu_ids:
+        st.info("Pick at least one GPU type.")
+        st.stop()
+    gpus = [state.resolve_gpu(g) for g in gpu_ids]
+    try:
+        plans, w, kw, eff_source, key = fc.planned(ctx, model, gpus, "compare")
+    except InvalidInputError as exc:
+        st.error(f"Cannot plan this workload — {exc}")
+        st.stop()
+    rows = []
+    for g in gpus:
+        mine = [p for p in plans if p.gpu == g.id]
+        best = next((p for p in mine if p.meets_slo), None) or next((p for p in mine if p.fits), None)
+        if best is None:
+            rows.append({"GPU": g.id, "layout": mine[0].message if mine else "no layout", "meets SLO": False})
+            continue
+        rows.append({"GPU": g.id, "layout": f"{best.replicas} × TP{best.tensor_parallel_size}×PP"
+                                           f"{best.pipeline_parallel_size} at batch {best.batch_size}",
+                     "GPUs": best.total_gpus, "$/hour": best.usd_per_hour,
+                     "$/1M input": best.usd_per_million_input_tokens, "$/1M output": best.usd_per_million_output_tokens,
+                     "$/1M tokens": best.usd_per_million_tokens, "tok/s per GPU": best.output_tokens_per_s_per_gpu,
+                     "TTFT p99 [ms]": best.ttft_p99_s * 1e3, "TPOT [ms]": best.tpot_s * 1e3,
+                     "meets SLO": best.meets_slo})
+    frame = pd.DataFrame(rows)
+    st.subheader("Best layout per GPU type")
+    st.caption(f"Performance model: {eff_source}")
+    st.dataframe(frame, hide_index=True, column_config=fc.column_config(frame), key="compare_table")
+    bars = frame.dropna(subset=[c for c in ("GPUs", "$/1M output") if c in frame.columns]) \
+        if {"GPUs", "$/1M output"} <= set(frame.columns) else frame.iloc[0:0]
+    if len(bars):
+        st.plotly_chart(fc.compare_bars(bars), key="compare_bars")
+    st.subheader("Catalog facts")
+    facts = []
+    for g in gpus:
+        price, price_source = gpu_price(g)
+        facts.append({"GPU": g.id, "name": g.name, "memory [GB marketed]": g.memory_gb_marketed,
+                      "memory [GiB reported]": round(g.memory_gib, 1),
+                      "HBM bandwidth [TB/s]": g.memory_bandwidth_bytes_per_s / 1e12,
+                      "bf16 dense [TFLOP/s]": g.peak_flop_per_s.get("bf16", 0) / 1e12,
+                      "fp8 dense [TFLOP/s]": g.peak_flop_per_s.get("fp8", 0) / 1e12 or None,
+                      "scale-up [GB/s per direction]": g.scale_up_bytes_per_s_per_direction / 1e9,
+                      "GPUs per node": g.gpus_per_node, "$/GPU-hour": price, "price basis": price_source,
+                      "datasheet source": g.source, "as of": g.as_of})
+    st.dataframe(pd.DataFrame(facts), hide_index=True, key="compare_facts",
+                 column_config={"$/GPU-hour": st.column_config.NumberColumn(format="$%.2f")})
 
-st.subheader("Catalog facts")
-facts = []
-for g in gpus:
-    price, price_source = gpu_price(g)
-    facts.append({"GPU": g.id, "name": g.name, "memory [GB marketed]": g.memory_gb_marketed,
-                  "memory [GiB reported]": round(g.memory_gib, 1),
-                  "HBM bandwidth [TB/s]": g.memory_bandwidth_bytes_per_s / 1e12,
-                  "bf16 dense [TFLOP/s]": g.peak_flop_per_s.get("bf16", 0) / 1e12,
-                  "fp8 dense [TFLOP/s]": g.peak_flop_per_s.get("fp8", 0) / 1e12 or None,
-                  "scale-up [GB/s per direction]": g.scale_up_bytes_per_s_per_direction / 1e9,
-                  "GPUs per node": g.gpus_per_node, "$/GPU-hour": price, "price basis": price_source,
-                  "datasheet source": g.source, "as of": g.as_of})
-st.dataframe(pd.DataFrame(facts), hide_index=True, key="compare_facts",
-             column_config={"$/GPU-hour": st.column_config.NumberColumn(format="$%.2f")})
+
+render()

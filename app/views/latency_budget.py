@@ -9,9 +9,6 @@ from calculators.errors import InvalidInputError
 from calculators.perf.serving import serving_metrics
 from calculators.report import explain_perf
 
-ctx = state.computed()
-st.title("Latency budget")
-
 
 def _inputs(ctx: state.Computed, r, summ: dict, out_len: int) -> tuple[int, int, float, float, str]:
     """Batch, replicas, network [s], target [s] and a sentence on where the target comes from."""
@@ -97,5 +94,12 @@ def _show(ctx: state.Computed) -> None:
     widgets.show_math(f"TPOT at batch {batch:,}", explain_perf.math_step_time(r, batch, in_len + out_len / 2))
 
 
-if not widgets.show_error(ctx):
-    _show(ctx)
+def render() -> None:
+    """Draw the page."""
+    ctx = state.computed()
+    st.title("Latency budget")
+    if not widgets.show_error(ctx):
+        _show(ctx)
+
+
+render()

@@ -37,46 +37,51 @@ def _throughput_latency(ctx) -> None:
                "batch size, Latency budget.")
 
 
-ctx = state.computed()
-st.title("Overview")
-if not widgets.show_error(ctx):
-    doc, model, s = ctx.doc, ctx.model, ctx.doc["settings"]
-    st.caption(f"{doc['model']} on {doc['gpu']} · TP {s['tensor_parallel_size']} × PP {s['pipeline_parallel_size']} "
-               f"· vLLM {s['vllm_version']} ({s['engine']})")
-    (st.success if doc["fits"] else st.error)(doc["message"])
-    advice = doc.get("max_num_seqs_advice")
-    typical = advice["mean_len"] if advice else None
-    c = st.columns(3)
-    c[0].metric("GPU KV cache size [tokens]", f"{doc['kv_cache_tokens']:,}")
-    c[1].metric(f"Max concurrency at max_model_len {s['max_model_len']:,}", f"{doc['max_concurrency']:.2f}x")
-    c[2].metric("Available KV cache per GPU [GiB]", f"{doc['available_kv_cache_bytes'] / GiB:.2f}")
-    c = st.columns(3)
-    c[0].metric("KV cache per token per GPU [bytes]", f"{doc['kv_cache_bytes_per_token']:,}")
-    if typical:
-        c[1].metric(f"Concurrency at typical length {typical:,.0f}",
-                    f"{float(concurrency(model, ctx.result, typical)):,.2f}x")
-        c[2].metric("Suggested max_num_seqs", f"{advice['recommended_max_num_seqs']:,}",
-                    help=f"pool holds {advice['concurrency_at_mean']:,} sequences of mean length, "
-                         f"{advice['concurrency_at_p95']:,} at p95")
-    else:
-        c[1].metric("Concurrency at typical length", "—", help="set mean_len in the sidebar")
-        c[2].metric("Suggested max_num_seqs", "—", help="set mean_len in the sidebar (and fit the scenario)")
-    widgets.show_math("GPU KV cache size and blocks", explain.math_blocks_and_tokens(doc))
-    widgets.show_math("Max concurrency", explain.math_concurrency(doc))
-    widgets.show_math("Available KV cache", explain.math_available_kv(doc, ctx.gpu))
-    widgets.show_math("KV cache per token", explain.math_kv_bytes_per_token(model, doc))
-    widgets.show_math("Suggested max_num_seqs and typical concurrency", explain.math_advice(doc))
+def render() -> None:
+    """Draw the page."""
+    ctx = state.computed()
+    st.title("Overview")
+    if not widgets.show_error(ctx):
+        doc, model, s = ctx.doc, ctx.model, ctx.doc["settings"]
+        st.caption(f"{doc['model']} on {doc['gpu']} · TP {s['tensor_parallel_size']} × PP "
+                   f"{s['pipeline_parallel_size']} · vLLM {s['vllm_version']} ({s['engine']})")
+        (st.success if doc["fits"] else st.error)(doc["message"])
+        advice = doc.get("max_num_seqs_advice")
+        typical = advice["mean_len"] if advice else None
+        c = st.columns(3)
+        c[0].metric("GPU KV cache size [tokens]", f"{doc['kv_cache_tokens']:,}")
+        c[1].metric(f"Max concurrency at max_model_len {s['max_model_len']:,}", f"{doc['max_concurrency']:.2f}x")
+        c[2].metric("Available KV cache per GPU [GiB]", f"{doc['available_kv_cache_bytes'] / GiB:.2f}")
+        c = st.columns(3)
+        c[0].metric("KV cache per token per GPU [bytes]", f"{doc['kv_cache_bytes_per_token']:,}")
+        if typical:
+            c[1].metric(f"Concurrency at typical length {typical:,.0f}",
+                        f"{float(concurrency(model, ctx.result, typical)):,.2f}x")
+            c[2].metric("Suggested max_num_seqs", f"{advice['recommended_max_num_seqs']:,}",
+                        help=f"pool holds {advice['concurrency_at_mean']:,} sequences of mean length, "
+                             f"{advice['concurrency_at_p95']:,} at p95")
+        else:
+            c[1].metric("Concurrency at typical length", "—", help="set mean_len in the sidebar")
+            c[2].metric("Suggested max_num_seqs", "—", help="set mean_len in the sidebar (and fit the scenario)")
+        widgets.show_math("GPU KV cache size and blocks", explain.math_blocks_and_tokens(doc))
+        widgets.show_math("Max concurrency", explain.math_concurrency(doc))
+        widgets.show_math("Available KV cache", explain.math_available_kv(doc, ctx.gpu))
+        widgets.show_math("KV cache per token", explain.math_kv_bytes_per_token(model, doc))
+        widgets.show_math("Suggested max_num_seqs and typical concurrency", explain.math_advice(doc))
 
-    _throughput_latency(ctx)
+        _throughput_latency(ctx)
 
-    st.subheader("Per-GPU memory (binding stage)")
-    widgets.memory_markdown(explain.memory_rows(doc))
-    widgets.show_math("Budget", explain.math_budget(doc))
+        st.subheader("Per-GPU memory (binding stage)")
+        widgets.memory_markdown(explain.memory_rows(doc))
+        widgets.show_math("Budget", explain.math_budget(doc))
 
-    st.subheader("vllm serve")
-    st.text(doc["vllm_serve"])  # not st.code: its highlighter chunk holds the first paint ~1 s (cold start)
-    st.subheader("What vLLM prints at start-up (predicted)")
-    st.text("\n".join(doc["vllm_lines"]))
-    for note in doc["notes"]:
-        st.info(note)
-    widgets.downloads(doc, key="overview")
+        st.subheader("vllm serve")
+        st.text(doc["vllm_serve"])  # not st.code: its highlighter chunk holds the first paint ~1 s (cold start)
+        st.subheader("What vLLM prints at start-up (predicted)")
+        st.text("\n".join(doc["vllm_lines"]))
+        for note in doc["notes"]:
+            st.info(note)
+        widgets.downloads(doc, key="overview")
+
+
+render()

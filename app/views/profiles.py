@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app.ui import perf, profile_charts, state, widgets
+from app.ui import keys, perf, profile_charts, state, widgets
 from calculators.errors import InvalidInputError
 from calculators.perf.calibration import Calibration, calibrate, profile_points
 from calculators.perf.roofline import Roofline
@@ -20,47 +20,44 @@ from calculators.profiles import MAX_PROFILE_BYTES, load_many
 from calculators.profiles import analysis as pa
 from calculators.report import explain_profiles as ex
 
-PROFILE = "measured_profile"
-CANDIDATE = "prof_calibration"
 ss = st.session_state
-ctx = state.computed()
 
 
 def _read_uploads(files) -> None:
     """Load the uploaded files once per selection; a bad file keeps the profile loaded before."""
     sig = tuple((f.file_id, f.name, f.size) for f in files)
-    if not files or sig == ss.get("_prof_sig"):
+    if not files or sig == ss.get(keys.PROFILE_SIGNATURE):
         return
-    ss["_prof_sig"], ss["_prof_error"] = sig, None
+    ss[keys.PROFILE_SIGNATURE], ss[keys.PROFILE_ERROR] = sig, None
     try:
         for f in files:
             if f.size > MAX_PROFILE_BYTES:
                 raise InvalidInputError(f"{f.name}: file size", f"{f.size} bytes", f"at most {MAX_PROFILE_BYTES} bytes")
-        ss[PROFILE] = load_many([(f.name, f.getvalue()) for f in files])
+        ss[keys.PROFILE] = load_many([(f.name, f.getvalue()) for f in files])
     except InvalidInputError as exc:
-        ss["_prof_error"] = str(exc)
+        ss[keys.PROFILE_ERROR] = str(exc)
 
 
 def _defaults_for(profile) -> None:
     """Point the model/GPU/TP selectors at the profile's metadata (catalog matches), else the sidebar.
 
     Set for each new profile, and again whenever Streamlit dropped the widgets' state (another page shown)."""
-    scn = ctx.scenario
+    scn = state.computed().scenario
     model = pa.catalog_match(profile.model, state.resolve_model)
     gpu = pa.catalog_match(profile.gpu, state.resolve_gpu)
     defaults = {"prof_model": model if model in state.model_options() else scn.model,
                 "prof_gpu": gpu if gpu in state.gpu_options() else scn.gpu,
                 "prof_tp": int(profile.tensor_parallel_size or scn.tensor_parallel_size)}
-    ss["_prof_from"] = {"model": model is not None, "gpu": gpu is not None,
+    ss[keys.PROFILE_FROM] = {"model": model is not None, "gpu": gpu is not None,
                         "tp": profile.tensor_parallel_size is not None}
     key = (profile.source_files, profile.model, profile.gpu)
-    new = ss.get("_prof_defaults_for") != key
+    new = ss.get(keys.PROFILE_DEFAULTS_FOR) != key
     for k, v in defaults.items():
         if new or k not in ss:
             ss[k] = v
     if new:
-        ss["_prof_defaults_for"] = key
-        ss[CANDIDATE], ss["_prof_cal_error"] = None, None
+        ss[keys.PROFILE_DEFAULTS_FOR] = key
+        ss[keys.CANDIDATE], ss[keys.CALIBRATION_ERROR] = None, None
         ss.pop("prof_axis", None)  # the new profile's first axis
 
 
@@ -69,15 +66,15 @@ def _roofline(model: str, gpu: str, tp: int) -> Roofline:
 
 
 def _calibrate() -> None:
-    profile = ss[PROFILE]
+    profile = ss[keys.PROFILE]
     files = profile.source_files
     source = files[0] + (f" and {len(files) - 1} more file(s)" if len(files) > 1 else "")
     try:
         r = _roofline(ss["prof_model"], ss["prof_gpu"], ss["prof_tp"])
-        ss[CANDIDATE] = calibrate(r, profile_points(profile), source=source)
-        ss["_prof_cal_error"] = None
+        ss[keys.CANDIDATE] = calibrate(r, profile_points(profile), source=source)
+        ss[keys.CALIBRATION_ERROR] = None
     except InvalidInputError as exc:
-        ss[CANDIDATE], ss["_prof_cal_error"] = None, str(exc)
+        ss[keys.CANDIDATE], ss[keys.CALIBRATION_ERROR] = None, str(exc)
 
 
 def _set_sidebar(cal: Calibration) -> None:
@@ -97,7 +94,7 @@ def _metadata(profile) -> None:
 
 def _curves(profile) -> None:
     frame = pa.profile_frame(profile)
-    scn = ctx.scenario
+    scn = state.computed().scenario
     ttft_t = scn.ttft_p99_ms / 1e3 if scn.ttft_p99_ms else None
     tpot_t = scn.tpot_p99_ms / 1e3 if scn.tpot_p99_ms else None
     knee = pa.measured_knee(frame)
@@ -154,7 +151,7 @@ def _curves(profile) -> None:
 
 def _calibration_section(profile) -> None:
     st.subheader("Calibrate the roofline on this profile")
-    src = ss.get("_prof_from", {})
+    src = ss.get(keys.PROFILE_FROM, {})
     c1, c2, c3 = st.columns([3, 2, 1])
     c1.selectbox("Model", state.model_options(), key="prof_model",
                  help="from the profile" if src.get("model") else "the profile's model is not in the catalog: "
@@ -167,9 +164,9 @@ def _calibration_section(profile) -> None:
         f"{k} {'from the profile' if src.get(k) else 'from the sidebar (the profile does not say)'}"
         for k in ("model", "gpu", "tp")) + ". Weights and KV cache in the model's own dtype.")
     st.button("Calibrate", key="prof_calibrate", type="primary", on_click=_calibrate)
-    if ss.get("_prof_cal_error"):
-        st.error(f"Cannot calibrate: {ss['_prof_cal_error']}")
-    cal: Calibration | None = ss.get(CANDIDATE)
+    if ss.get(keys.CALIBRATION_ERROR):
+        st.error(f"Cannot calibrate: {ss[keys.CALIBRATION_ERROR]}")
+    cal: Calibration | None = ss.get(keys.CANDIDATE)
     if cal is None:
         return
     m = st.columns(4)
@@ -191,7 +188,7 @@ def _calibration_section(profile) -> None:
     b1.button("Use this calibration", key="prof_use_cal", type="primary", on_click=perf.use_calibration, args=(cal,))
     b2.download_button("Download the calibration (JSON)", cal.to_json() + "\n", file_name="calibration.json",
                        mime="application/json", key="prof_cal_download", on_click="ignore")
-    sc = ctx.scenario
+    sc = state.computed().scenario
     if (sc.model, sc.gpu, sc.tensor_parallel_size) != (cal.model, cal.gpu, cal.tensor_parallel_size):
         b3.button(f"Set the sidebar to {cal.gpu} × TP {cal.tensor_parallel_size}", key="prof_set_sidebar",
                   on_click=_set_sidebar, args=(cal,),
@@ -200,9 +197,9 @@ def _calibration_section(profile) -> None:
 
 def _in_force_section() -> None:
     st.subheader("Calibration in force")
-    _, source = perf.efficiencies(ctx)
+    _, source = perf.efficiencies(state.computed())
     st.markdown(f"Every timed page uses: **{source}**.")
-    active = ss.get(perf.CALIBRATION) is not None or bool(ss.get("_calibration_param"))
+    active = ss.get(keys.CALIBRATION) is not None or bool(ss.get(keys.CALIBRATION_PARAM))
     st.button("Back to the datasheet roofline", key="prof_back", on_click=perf.use_calibration, args=(None,),
               disabled=not active)
     saved = st.file_uploader("Use a saved calibration (JSON)", type=["json"], key="prof_cal_upload")
@@ -221,23 +218,28 @@ def _in_force_section() -> None:
     st.button("Use the uploaded calibration", key="prof_use_saved", on_click=perf.use_calibration, args=(loaded,))
 
 
-st.title("Measured profiles")
-st.caption("Upload one benchmark run or several files of one sweep: `vllm bench serve` / `benchmark_serving.py "
-           "--save-result`, GuideLLM, GenAI-Perf / AIPerf, LLMPerf, or the generic CSV/JSON "
-           "(docs/profile-formats.md §9). Measured data beats formulas: calibrate the roofline on it.")
-uploads = st.file_uploader("Benchmark files", accept_multiple_files=True, key="prof_files",
-                           type=["json", "jsonl", "csv"])
-_read_uploads(uploads or [])
-if ss.get("_prof_error"):
-    kept = " The profile loaded before is still shown." if ss.get(PROFILE) is not None else ""
-    st.error(f"Could not read the upload — {ss['_prof_error']}.{kept}")
-profile = ss.get(PROFILE)
-if profile is None:
-    st.info("No profile loaded yet. Drop one or more benchmark files above.")
-else:
-    _defaults_for(profile)
-    st.subheader("Run")
-    _metadata(profile)
-    _curves(profile)
-    _calibration_section(profile)
-_in_force_section()
+def render() -> None:
+    """Draw the page."""
+    st.title("Measured profiles")
+    st.caption("Upload one benchmark run or several files of one sweep: `vllm bench serve` / `benchmark_serving.py "
+               "--save-result`, GuideLLM, GenAI-Perf / AIPerf, LLMPerf, or the generic CSV/JSON "
+               "(docs/profile-formats.md §9). Measured data beats formulas: calibrate the roofline on it.")
+    uploads = st.file_uploader("Benchmark files", accept_multiple_files=True, key="prof_files",
+                               type=["json", "jsonl", "csv"])
+    _read_uploads(uploads or [])
+    if ss.get(keys.PROFILE_ERROR):
+        kept = " The profile loaded before is still shown." if ss.get(keys.PROFILE) is not None else ""
+        st.error(f"Could not read the upload — {ss[keys.PROFILE_ERROR]}.{kept}")
+    profile = ss.get(keys.PROFILE)
+    if profile is None:
+        st.info("No profile loaded yet. Drop one or more benchmark files above.")
+    else:
+        _defaults_for(profile)
+        st.subheader("Run")
+        _metadata(profile)
+        _curves(profile)
+        _calibration_section(profile)
+    _in_force_section()
+
+
+render()

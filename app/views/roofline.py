@@ -10,9 +10,6 @@ from app.ui import perf_charts, perf_state, state, widgets
 from calculators.errors import InvalidInputError
 from calculators.report import explain_perf
 
-ctx = state.computed()
-st.title("Roofline & batch size")
-
 
 def _show(ctx: state.Computed) -> None:
     r = perf_state.page_model(ctx, "Throughput")
@@ -103,5 +100,12 @@ def _metrics(r, summ: dict) -> None:
     c[3].metric("TPOT at the knee [ms]", f"{at_knee['tpot_s'] * 1e3:,.2f}")
 
 
-if not widgets.show_error(ctx):
-    _show(ctx)
+def render() -> None:
+    """Draw the page."""
+    ctx = state.computed()
+    st.title("Roofline & batch size")
+    if not widgets.show_error(ctx):
+        _show(ctx)
+
+
+render()

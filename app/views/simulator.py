@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app.ui import perf, sim_charts, state, widgets
+from app.ui import keys, perf, sim_charts, state, widgets
 from calculators.errors import InvalidInputError
 from calculators.report import explain_sim
 from calculators.sim import analysis
@@ -33,7 +33,6 @@ from calculators.sim.workload import (
 ARRIVALS = ("Poisson", "Bursty (gamma)", "Constant", "Closed-loop users")
 LENGTHS = ("Fixed", "Log-normal", "Bimodal mix", "Trace (CSV)")
 POLICIES = ("continuous", "static")
-RESULTS, TRACE, SEED_RESULT, SWEEP_RESULT = "sim_results", "sim_trace", "sim_seed_result", "sim_sweep_result"
 NUM = st.column_config.NumberColumn(format="%.1f")
 
 
@@ -58,14 +57,14 @@ def _seed_defaults(defaults: dict) -> None:
         st.session_state.setdefault(k, v)
 
 
-def _reset(keys: list[str]) -> None:
-    for k in keys:
+def _reset(input_keys: list[str]) -> None:
+    for k in input_keys:
         st.session_state.pop(k, None)
 
 
 def _forget_trace() -> None:
-    st.session_state.pop(TRACE, None)
-    st.session_state["_sim_upload_n"] = st.session_state.get("_sim_upload_n", 0) + 1  # a fresh, empty uploader
+    st.session_state.pop(keys.SIM_TRACE, None)
+    st.session_state[keys.SIM_UPLOAD_N] = st.session_state.get(keys.SIM_UPLOAD_N, 0) + 1  # a fresh, empty uploader
 
 
 def _trace_input():
@@ -74,14 +73,14 @@ def _trace_input():
                           key=f"sim_upload_{st.session_state.get('_sim_upload_n', 0)}")
     if up is not None:
         data = up.getvalue()
-        stored = st.session_state.get(TRACE)
+        stored = st.session_state.get(keys.SIM_TRACE)
         if stored is None or stored["data"] != data:
-            st.session_state[TRACE] = {"name": up.name, "data": data, "sha": hashlib.sha1(data).hexdigest()}
-    stored = st.session_state.get(TRACE)
+            st.session_state[keys.SIM_TRACE] = {"name": up.name, "data": data, "sha": hashlib.sha1(data).hexdigest()}
+    stored = st.session_state.get(keys.SIM_TRACE)
     if stored is None:
         st.info("Upload a CSV with a header `arrival_time_s,input_tokens,output_tokens`, one request per line.")
         return None
-    cache = st.session_state.get("_sim_trace_parsed")
+    cache = st.session_state.get(keys.SIM_TRACE_PARSED)
     if cache is None or cache[0] != stored["sha"]:
         with tempfile.TemporaryDirectory() as tmp:
             p = Path(tmp) / "trace.csv"
@@ -90,7 +89,7 @@ def _trace_input():
                 cache = (stored["sha"], read_trace(p))
             except InvalidInputError as exc:
                 cache = (stored["sha"], exc)
-        st.session_state["_sim_trace_parsed"] = cache
+        st.session_state[keys.SIM_TRACE_PARSED] = cache
     wl = cache[1]
     c1, c2 = st.columns([4, 1])
     if isinstance(wl, InvalidInputError):
@@ -113,7 +112,7 @@ def _length_dists(kind: str, max_len: int | None):
             bimodal(Fixed(int(g.sim_out)), Fixed(int(g.sim_long_out)), g.sim_long_frac))
 
 
-def _workload_inputs(keys: list[str]) -> None:
+def _workload_inputs(input_keys: list[str]) -> None:
     c1, c2, c3 = st.columns(3)
     arrival = c1.selectbox("Arrival process", ARRIVALS, key="sim_arrival")
     if arrival == "Closed-loop users":
@@ -137,7 +136,7 @@ def _workload_inputs(keys: list[str]) -> None:
         c2.caption("Input and output lengths are each drawn from their mix.")
     c3.number_input("Duration (arrivals and simulated clock) [s]", min_value=1.0, step=10.0, key="sim_duration")
     c3.number_input("Seed", min_value=0, step=1, key="sim_seed")
-    c3.button("Reset to the scenario's values", key="sim_reset", on_click=_reset, args=(keys,))
+    c3.button("Reset to the scenario's values", key="sim_reset", on_click=_reset, args=(input_keys,))
 
 
 def _policy_inputs(tag: str, title: str, box) -> None:
@@ -191,13 +190,13 @@ def _workload(max_len: int | None, trace):
     return make_workload(arr, ind, outd, duration_s=dur, seed=int(g.sim_seed)), rate
 
 
-def _config_key(ctx, source: str, keys: list[str]) -> str:
-    items = [(k, repr(st.session_state.get(k))) for k in sorted(keys)]
-    trace = (st.session_state.get(TRACE) or {}).get("sha")
+def _config_key(ctx, source: str, input_keys: list[str]) -> str:
+    items = [(k, repr(st.session_state.get(k))) for k in sorted(input_keys)]
+    trace = (st.session_state.get(keys.SIM_TRACE) or {}).get("sha")
     return hashlib.sha1(repr((items, trace, ctx.scenario, source)).encode()).hexdigest()
 
 
-def _run(pm, ctx, source: str, keys: list[str], trace, num_blocks: int, block_size: int, slo: SLO) -> None:
+def _run(pm, ctx, source: str, input_keys: list[str], trace, num_blocks: int, block_size: int, slo: SLO) -> None:
     g = st.session_state
     try:
         wl, offered = _workload(ctx.doc["settings"].get("max_model_len"), trace)
@@ -214,7 +213,7 @@ def _run(pm, ctx, source: str, keys: list[str], trace, num_blocks: int, block_si
         runs[name] = simulate(pm, wl, pol, duration_s=dur, slo=slo)
     bar.progress(1.0, text="Done")
     bar.empty()
-    g[RESULTS] = {"key": _config_key(ctx, source, keys), "runs": runs, "offered": offered, "slo": slo,
+    g[keys.SIM_RESULTS] = {"key": _config_key(ctx, source, input_keys), "runs": runs, "offered": offered, "slo": slo,
                   "servers": {name: pol.max_num_seqs for name, pol in pols.items()},
                   "requests": wl.num_requests, "source": source}
 
@@ -242,11 +241,11 @@ def _show_run(name: str, res, offered, box) -> None:
                   key=f"sim_table_{name[0]}")
 
 
-def _show_results(ctx, source: str, keys: list[str]) -> None:
-    out = st.session_state.get(RESULTS)
+def _show_results(ctx, source: str, input_keys: list[str]) -> None:
+    out = st.session_state.get(keys.SIM_RESULTS)
     if not out:
         return
-    if out["key"] != _config_key(ctx, source, keys):
+    if out["key"] != _config_key(ctx, source, input_keys):
         st.info("The inputs changed since this run; press **Run simulation** to update the results below.")
     runs, slo = out["runs"], out["slo"]
     cols = st.columns(len(runs))
@@ -291,13 +290,13 @@ def _seed_experiment(pm) -> None:
     if c3.button("Run continuous vs static", key="sim_seed_run"):
         try:
             with st.spinner("Simulating both policies…"):
-                g[SEED_RESULT] = continuous_vs_static(
+                g[keys.SIM_SEED_RESULT] = continuous_vs_static(
                     pm, batch_size=int(batch), input_mean=float(g.sim_in), input_p95=float(g.sim_in_p95),
                     output_mean=float(g.sim_out), output_p95=float(g.sim_out_p95), num_requests=int(n),
                     seed=int(g.sim_seed))
         except InvalidInputError as exc:
             st.error(f"Cannot run — {exc}")
-    r = g.get(SEED_RESULT)
+    r = g.get(keys.SIM_SEED_RESULT)
     if r:
         c1, c2, c3 = st.columns(3)
         c1.metric("Continuous ÷ static throughput", f"{r['throughput_ratio']:,.2f}×",
@@ -341,9 +340,9 @@ def _sweep(pm, ctx, trace, num_blocks: int, block_size: int, slo: SLO) -> None:
             analytic, note = kd.get("knee_batch_size"), kd.get("message", "")
         except InvalidInputError as exc:
             analytic, note = None, str(exc)
-        g[SWEEP_RESULT] = {"frame": sw.frame, "knee": sw.knee, "slo_point": sw.slo_point, "analytic": analytic,
+        g[keys.SIM_SWEEP_RESULT] = {"frame": sw.frame, "knee": sw.knee, "slo_point": sw.slo_point, "analytic": analytic,
                            "note": note}
-    r = g.get(SWEEP_RESULT)
+    r = g.get(keys.SIM_SWEEP_RESULT)
     if r:
         c1, c2, c3 = st.columns(3)
         fmt = lambda x: "—" if x is None else f"{x:,.0f}"  # noqa: E731
@@ -356,47 +355,52 @@ def _sweep(pm, ctx, trace, num_blocks: int, block_size: int, slo: SLO) -> None:
         st.dataframe(r["frame"], hide_index=True, key="sim_sweep_table")
 
 
-ctx = state.computed()
-st.title("Batching simulator")
-st.caption("One replica, one engine step at a time (vLLM's scheduler: continuous batching with chunked prefill, "
-           "KV blocks and preemption; or static batches padded to the longest). Step times come from the "
-           "performance model; the KV cache from the KV cache page's accounting.")
-if not widgets.show_error(ctx):
-    pm, source = perf.performance_model(ctx)
-    doc = ctx.doc
-    blocks, block_size = int(doc["num_gpu_blocks"]), int(doc["settings"]["block_size"])
-    if pm is None:
-        st.warning("No performance model for this scenario.")
-    elif not doc["fits"] or blocks <= 0:
-        st.error(f"Nothing to simulate: the model does not fit — {doc['message']}")
-    else:
-        sc = ctx.scenario
-        slo = SLO(None if sc.ttft_p99_ms is None else sc.ttft_p99_ms / 1e3,
-                  None if sc.tpot_p99_ms is None else sc.tpot_p99_ms / 1e3)
-        defaults = _defaults(sc, doc["settings"])
-        keys = list(defaults)
-        _seed_defaults(defaults)
-        st.caption(f"Step times: {source}. KV cache: {blocks:,} blocks of {block_size} tokens "
-                   f"({blocks * block_size:,} tokens). SLO for goodput: TTFT ≤ "
-                   f"{'—' if sc.ttft_p99_ms is None else f'{sc.ttft_p99_ms:,.0f} ms'}, TPOT ≤ "
-                   f"{'—' if sc.tpot_p99_ms is None else f'{sc.tpot_p99_ms:,.0f} ms'} (from the sidebar).")
-        st.subheader("Workload")
-        _workload_inputs(keys)
-        trace = _trace_input() if st.session_state.sim_lengths == "Trace (CSV)" else None
-        if st.session_state.sim_lengths == "Trace (CSV)":
-            st.caption("A trace brings its own arrival times: the arrival process and duration above are not used.")
-        st.subheader("Batching policy")
-        st.toggle("Compare two policies side by side (same workload and seed)", key="sim_compare")
-        if st.session_state.sim_compare:
-            ca, cb = st.columns(2)
-            _policy_inputs("a", "Policy A", ca)
-            _policy_inputs("b", "Policy B", cb)
+def render() -> None:
+    """Draw the page."""
+    ctx = state.computed()
+    st.title("Batching simulator")
+    st.caption("One replica, one engine step at a time (vLLM's scheduler: continuous batching with chunked prefill, "
+               "KV blocks and preemption; or static batches padded to the longest). Step times come from the "
+               "performance model; the KV cache from the KV cache page's accounting.")
+    if not widgets.show_error(ctx):
+        pm, source = perf.performance_model(ctx)
+        doc = ctx.doc
+        blocks, block_size = int(doc["num_gpu_blocks"]), int(doc["settings"]["block_size"])
+        if pm is None:
+            st.warning("No performance model for this scenario.")
+        elif not doc["fits"] or blocks <= 0:
+            st.error(f"Nothing to simulate: the model does not fit — {doc['message']}")
         else:
-            _policy_inputs("a", "Policy", st)
-        if st.button("Run simulation", type="primary", key="sim_run", icon=":material/play_arrow:"):
-            _run(pm, ctx, source, keys, trace, blocks, block_size, slo)
-        _show_results(ctx, source, keys)
-        st.divider()
-        _seed_experiment(pm)
-        st.divider()
-        _sweep(pm, ctx, trace, blocks, block_size, slo)
+            sc = ctx.scenario
+            slo = SLO(None if sc.ttft_p99_ms is None else sc.ttft_p99_ms / 1e3,
+                      None if sc.tpot_p99_ms is None else sc.tpot_p99_ms / 1e3)
+            defaults = _defaults(sc, doc["settings"])
+            input_keys = list(defaults)
+            _seed_defaults(defaults)
+            st.caption(f"Step times: {source}. KV cache: {blocks:,} blocks of {block_size} tokens "
+                       f"({blocks * block_size:,} tokens). SLO for goodput: TTFT ≤ "
+                       f"{'—' if sc.ttft_p99_ms is None else f'{sc.ttft_p99_ms:,.0f} ms'}, TPOT ≤ "
+                       f"{'—' if sc.tpot_p99_ms is None else f'{sc.tpot_p99_ms:,.0f} ms'} (from the sidebar).")
+            st.subheader("Workload")
+            _workload_inputs(input_keys)
+            trace = _trace_input() if st.session_state.sim_lengths == "Trace (CSV)" else None
+            if st.session_state.sim_lengths == "Trace (CSV)":
+                st.caption("A trace brings its own arrival times: the arrival process and duration above are not used.")
+            st.subheader("Batching policy")
+            st.toggle("Compare two policies side by side (same workload and seed)", key="sim_compare")
+            if st.session_state.sim_compare:
+                ca, cb = st.columns(2)
+                _policy_inputs("a", "Policy A", ca)
+                _policy_inputs("b", "Policy B", cb)
+            else:
+                _policy_inputs("a", "Policy", st)
+            if st.button("Run simulation", type="primary", key="sim_run", icon=":material/play_arrow:"):
+                _run(pm, ctx, source, input_keys, trace, blocks, block_size, slo)
+            _show_results(ctx, source, input_keys)
+            st.divider()
+            _seed_experiment(pm)
+            st.divider()
+            _sweep(pm, ctx, trace, blocks, block_size, slo)
+
+
+render()

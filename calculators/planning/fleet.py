@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -307,13 +307,43 @@ def plan_fleet(model: ModelSpec, gpus: list[GPUSpec], w: Workload, *, max_pp: in
     return sorted(plans, key=rank)
 
 
+TPOT_TARGETS_S = (0.020, 0.030, 0.050, 0.075, 0.100, 0.150)
+"""The p99 TPOT targets of the cost-vs-SLO curve [s]: interactive chat to batch-like."""
+
+
+def cost_vs_tpot_target(model: ModelSpec, gpus: list[GPUSpec], w: Workload,
+                        tpot_targets_s: tuple[float, ...] = TPOT_TARGETS_S, **kw) -> list[dict]:
+    """The cheapest TP-only layout per GPU type that meets each p99 TPOT target (the TTFT target kept).
+
+    One row per (GPU, target) that some priced layout meets: ``gpu``, ``tpot_target_s``, ``gpus``,
+    ``usd_per_million_output_tokens``, ``layout``. ``kw`` goes to :func:`plan_layout`.
+    """
+    rows = []
+    for target in tpot_targets_s:
+        tighter = replace(w, tpot_p99_s=target)
+        for g in gpus:
+            best = next((p for p in plan_fleet(model, [g], tighter, max_pp=1, **kw) if p.meets_slo), None)
+            if best is not None and best.usd_per_million_output_tokens is not None:
+                rows.append({"gpu": g.id, "tpot_target_s": target, "gpus": best.total_gpus,
+                             "usd_per_million_output_tokens": best.usd_per_million_output_tokens,
+                             "layout": f"{best.replicas} × TP{best.tensor_parallel_size}"})
+    return rows
+
+
+def _rates(p: LayoutPlan) -> tuple[float, float] | None:
+    """(output tokens/s per GPU, tokens/s per user) of a fitting, sized plan; None for any other."""
+    if not (p.fits and p.output_tokens_per_s_per_gpu):
+        return None
+    assert p.tokens_per_s_per_user is not None  # _fill sets both rates together
+    return p.output_tokens_per_s_per_gpu, p.tokens_per_s_per_user
+
+
 def pareto_front(plans: list[LayoutPlan]) -> list[LayoutPlan]:
     """Fitting layouts not beaten on both output tokens/s per GPU and tokens/s per user."""
-    pts = [p for p in plans if p.fits and p.output_tokens_per_s_per_gpu]
-    return [p for p in pts if not any(q.output_tokens_per_s_per_gpu >= p.output_tokens_per_s_per_gpu and
-                                      q.tokens_per_s_per_user >= p.tokens_per_s_per_user and q is not p and
-                                      (q.output_tokens_per_s_per_gpu, q.tokens_per_s_per_user) !=
-                                      (p.output_tokens_per_s_per_gpu, p.tokens_per_s_per_user) for q in pts)]
+    pts = [(p, r) for p in plans if (r := _rates(p)) is not None]
+    return [p for p, (gpu, user) in pts if not any(q_gpu >= gpu and q_user >= user and q is not p and
+                                                    (q_gpu, q_user) != (gpu, user)
+                                                    for q, (q_gpu, q_user) in pts)]
 
 
 def fleet_summary(model: ModelSpec, plans: list[LayoutPlan]) -> str:

@@ -1,6 +1,6 @@
 """The Measured profiles page through AppTest.
 
-The four-file vLLM sweep is put where the page keeps a loaded profile (``st.session_state["measured_profile"]``);
+The four-file vLLM sweep is put where the page keeps a loaded profile (``st.session_state[keys.PROFILE]``);
 single-file uploads (a bad one, a good one) go through AppTest's uploader; the browser test
 (tests/e2e/test_e2e_profiles.py) drops the real sweep on the page.
 """
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app.ui import keys
 from calculators.perf.calibration import Calibration
 from calculators.profiles import load_many
 from tests.app import helpers
@@ -34,7 +35,7 @@ def open_page(make_app, profile=None, **params) -> AppTest:
     at = make_app(**params)
     at.switch_page(PAGE).run()
     if profile is not None:
-        at.session_state["measured_profile"] = profile
+        at.session_state[keys.PROFILE] = profile
         at.run()
     assert not at.exception
     return at
@@ -98,7 +99,7 @@ def calibrated(make_app, sweep) -> AppTest:
 
 def test_calibrate_then_use_then_back(make_app, sweep):
     at = calibrated(make_app, sweep)
-    cal = at.session_state["prof_calibration"]
+    cal = at.session_state[keys.CANDIDATE]
     m = metrics(at)
     assert m["compute efficiency"] == f"{cal.compute_efficiency:.3f}"
     assert m["median |error|"] == f"{cal.median_abs_error:.1%}"
@@ -110,12 +111,12 @@ def test_calibrate_then_use_then_back(make_app, sweep):
 
     at.button(key="prof_use_cal").click().run()
     assert not at.exception
-    assert at.session_state["calibration"] == cal
+    assert at.session_state[keys.CALIBRATION] == cal
     assert f"cal={cal.to_param()}" in permalink(at)
     assert any("calibrated on" in md.value for md in at.markdown)
 
     at.button(key="prof_back").click().run()
-    assert at.session_state["calibration"] is None
+    assert at.session_state[keys.CALIBRATION] is None
     assert "cal=c" not in permalink(at)
     assert any("datasheet roofline" in md.value for md in at.markdown)
 
@@ -143,7 +144,7 @@ def test_saved_calibration_upload(make_app):
     at.file_uploader(key="prof_cal_upload").upload("cal.json", cal.to_json().encode(), "application/json").run()
     assert not at.exception and at.success
     at.button(key="prof_use_saved").click().run()
-    assert at.session_state["calibration"] == cal
+    assert at.session_state[keys.CALIBRATION] == cal
     assert "cal=c0.55_m0.75_o0.003" in permalink(at)
     at.file_uploader(key="prof_cal_upload").upload("bad.json", b'{"model": 1}', "application/json").run()
     assert not at.exception and any("bad.json" in e.value and "calibration" in e.value for e in at.error)
@@ -154,7 +155,7 @@ def test_use_calibration_switches_the_performance_model():
     def script():
         import streamlit as st
 
-        from app.ui import perf
+        from app.ui import keys, perf
         from app.ui.state import Computed
         from calculators.perf.calibration import Calibration
         from calculators.scenario import Scenario
@@ -166,7 +167,7 @@ def test_use_calibration_switches_the_performance_model():
         perf.use_calibration(None)
         after, _ = perf.efficiencies(ctx)
         st.write(repr((before.compute, during.compute, during.memory, during.step_overhead_s, after.compute,
-                       "calibrated on f.json" in source, st.session_state["_calibration_param"])))
+                       "calibrated on f.json" in source, st.session_state[keys.CALIBRATION_PARAM])))
 
     at = AppTest.from_function(script, default_timeout=30).run()
     assert not at.exception
@@ -190,7 +191,7 @@ def test_good_upload_replaces_the_profile(make_app, sweep):
             b"meta-llama/Llama-3.1-8B,H100,1,1,100,0.01,30,11\nmeta-llama/Llama-3.1-8B,H100,1,4,340,0.0117647,60,14\n")
     at.file_uploader(key="prof_files").upload("mine.csv", good, "text/csv").run()
     assert not at.exception and not at.error
-    assert at.session_state["measured_profile"].source_files == ("mine.csv",)
+    assert at.session_state[keys.PROFILE].source_files == ("mine.csv",)
     assert (at.selectbox(key="prof_model").value, at.selectbox(key="prof_gpu").value) == (
         "meta-llama/Llama-3.1-8B", "H100-SXM")
     assert at.radio(key="prof_axis").value == "concurrency"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from app.ui import keys
 from tests.app import helpers
 
 make_app = helpers.make_app
@@ -110,7 +111,7 @@ def test_trace_upload_good_and_bad(make_app):
         f"{i * 0.5},{300 + i},{30}\n".encode() for i in range(10))
     at.file_uploader(key="sim_upload_0").upload("t.csv", good, "text/csv").run()
     assert not at.error
-    assert at.session_state["sim_trace"]["name"] == "t.csv"
+    assert at.session_state[keys.SIM_TRACE]["name"] == "t.csv"
     at.button(key="sim_run").click().run()
     assert not at.exception
     assert helpers.metrics(at)["Finished / arrived"] == "10 / 10"

@@ -1,0 +1,32 @@
+"""Every session-state key the app keeps besides its widgets' own keys, in one place.
+
+Widgets keep their values under the ``key=`` they are given where they are drawn; these are the other
+things a session remembers between reruns. Names say what is stored.
+"""
+from __future__ import annotations
+
+# the scenario (sidebar) and what was computed from it
+COMPUTED = "_computed"                    # state.Computed of this rerun, read by every view
+URL_MESSAGES = "_url_messages"            # messages about the link, read once per session
+MODEL_ALIASES = "_model_aliases"          # model names from links, kept as the user typed them
+CUSTOM_GPUS = "custom_gpus"               # id -> GPUSpec
+CUSTOM_MODELS = "custom_models"           # id -> (ModelSpec, config dict)
+CALIBRATION = "calibration"               # the calibration in force (perf.Calibration) or None
+CALIBRATION_PARAM = "_calibration_param"  # its compact form, which the permalink carries
+
+# Measured profiles page
+PROFILE = "measured_profile"              # the imported Profile
+CANDIDATE = "prof_calibration"            # a fitted calibration not yet applied
+PROFILE_SIGNATURE = "_prof_sig"           # what the uploaded files were, to read them once
+PROFILE_ERROR = "_prof_error"
+PROFILE_FROM = "_prof_from"               # which page inputs the profile filled in
+PROFILE_DEFAULTS_FOR = "_prof_defaults_for"
+CALIBRATION_ERROR = "_prof_cal_error"
+
+# Batching simulator page
+SIM_RESULTS = "sim_results"
+SIM_TRACE = "sim_trace"                   # the uploaded trace: name, bytes, sha1
+SIM_TRACE_PARSED = "_sim_trace_parsed"
+SIM_UPLOAD_N = "_sim_upload_n"            # bumped to give a fresh, empty uploader
+SIM_SEED_RESULT = "sim_seed_result"       # continuous vs static
+SIM_SWEEP_RESULT = "sim_sweep_result"
