@@ -15,11 +15,12 @@ def test_llama_31_8b_parameter_count_exact():
     assert parameter_counts(hf("meta-llama__Llama-3.1-8B"))["total"] == 8_030_261_248
 
 
-def test_case_c01_llama_31_8b_bf16():
-    # C01: "Loading model weights took 14.9888 GB" = 8,030,261,248 × 2 B + cos/sin cache 131,072 × 128 × 2 B.
+def test_llama_31_8b_bf16_against_a_real_log():
+    # 8,030,261,248 × 2 B + cos/sin cache 131,072 × 128 × 2 B = 14.98877 GiB; vLLM 0.11.0 printed "Model loading
+    # took 14.9889 GiB" (an A100 40GB log, tests/fixtures/vllm_logs/startup_corpus.json V1-23).
     w = weight_bytes_per_gpu(get_model("meta-llama/Llama-3.1-8B-Instruct")).item()
     assert w == 8_030_261_248 * 2 + 131_072 * 128 * 2
-    assert w / GiB == pytest.approx(14.9888, abs=5e-5)
+    assert w / GiB == pytest.approx(14.9889, abs=2e-4)
 
 
 @pytest.mark.parametrize("model, kwargs, logged_gib, rel", [

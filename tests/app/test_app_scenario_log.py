@@ -117,9 +117,15 @@ def test_real_logs_from_fixtures(vllm_cases):
         tokens = case["reported"].get("gpu_kv_cache_size_tokens")
         if isinstance(tokens, int):
             assert tokens in log.kv_cache_tokens, cid
-    c01 = parse_vllm_log("\n".join(vllm_cases["C01"]["log_lines_verbatim"]))
-    assert (c01.version, c01.engine, c01.num_gpu_blocks, c01.kv_cache_gib) == ("0.6.4", "V0", 1952, 3.81)
-    assert c01.total_gpu_memory_gib == 23.58 and c01.peak_torch_gib == 17.06 and c01.non_torch_gib == 0.35
+    v0 = parse_vllm_log(  # vLLM 0.6.4.post1, Llama-3.2-1B on a GTX 1080 (github.com/xlisp/jimw-vllm README)
+        "INFO 12-06 14:08:00 model_runner.py:1077] Loading model weights took 2.3185 GB\n"
+        "INFO 12-06 14:08:01 worker.py:232] Memory profiling results: total_gpu_memory=7.92GiB "
+        "initial_memory_usage=2.73GiB peak_torch_memory=3.49GiB memory_usage_post_profile=2.76GiB "
+        "non_torch_memory=0.44GiB kv_cache_size=3.60GiB gpu_memory_utilization=0.95\n"
+        "INFO 12-06 14:08:01 gpu_executor.py:113] # GPU blocks: 7366, # CPU blocks: 8192\n"
+        "INFO 12-06 14:08:01 gpu_executor.py:117] Maximum concurrency for 105088 tokens per request: 1.12x\n")
+    assert (v0.version, v0.engine, v0.num_gpu_blocks, v0.kv_cache_gib) == ("0.6.4", "V0", 7366, 3.60)
+    assert v0.total_gpu_memory_gib == 7.92 and v0.peak_torch_gib == 3.49 and v0.non_torch_gib == 0.44
     c16 = parse_vllm_log("\n".join(vllm_cases["C16"]["log_lines_verbatim"]))
     assert c16.cudagraph_gib == 3.45 and c16.budget_gib == 39.98 and c16.kv_cache_gib == 10.65
 
