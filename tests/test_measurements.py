@@ -1,0 +1,182 @@
+"""The public measurement corpus loads, is big and varied enough, holds no held-out source, refuses bad rows
+with the file, row and field named, and carries the published numbers exactly."""
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+
+from calculators.perf import measurements as meas
+from calculators.perf.measurements import (
+    GPUS,
+    HELD_OUT,
+    METRIC_KEYS,
+    MeasurementError,
+    load_measurements,
+    load_sources,
+    measurements_frame,
+    parse_file,
+    unit_of,
+)
+from calculators.specs.catalog import load_gpus
+
+GOOD_ROW = {
+    "source_id": "dstack",
+    "source_url": "https://github.com/dstackai/benchmarks/blob/7f37e6697725e58dd09b9ef190b62ce19f01d45e/x.json",
+    "published": "2025-03-18", "engine": "sglang", "engine_version": "0.4.3", "gpu": "H200 SXM 141GB",
+    "gpu_count": 8, "model": "deepseek-ai/DeepSeek-R1", "precision": "fp8", "kv_cache_dtype": None,
+    "tp": 8, "pp": 1, "ep": None, "dp": None, "input_len": 3200, "output_len": 800,
+    "load_mode": "concurrency", "concurrency": 16, "request_rate": None, "batch_size": None, "num_prompts": 64,
+    "metrics": {"ttft_median_ms": 900.0, "ttft_p99_ms": 1500.0, "output_tok_s": 1200.0}, "notes": "",
+}
+
+
+def _doc(**changes: object) -> dict:
+    source = json.loads((meas.DATA_DIR / "dstack.json").read_text())["source"]
+    row = copy.deepcopy(GOOD_ROW) | changes
+    return {"source": source, "rows": [GOOD_ROW, row]}
+
+
+def _find(source_id: str, url_part: str, **fields: object) -> meas.Measurement:
+    hits = [m for m in load_measurements() if m.source_id == source_id and url_part in m.source_url
+            and all(getattr(m, k) == v for k, v in fields.items())]
+    assert len(hits) == 1, (source_id, url_part, fields, len(hits))
+    return hits[0]
+
+
+def test_corpus_loads_large_and_varied():
+    rows, sources = load_measurements(), load_sources()
+    assert len(rows) >= 600 and len(sources) >= 10
+    assert {m.source_id for m in rows} == set(sources)
+    assert len({m.gpu_family for m in rows}) >= 5 and len({m.engine for m in rows}) >= 5
+    assert {m.load_mode for m in rows} == {"concurrency", "request_rate", "offline_max", "static_batch"}
+
+
+def test_good_row_passes():
+    _, rows = parse_file(_doc(), "dstack.json")
+    assert rows[1].metrics["ttft_p99_ms"] == 1500.0
+
+
+def test_no_held_out_source_anywhere():
+    pattern = re.compile("|".join(HELD_OUT.values()), re.IGNORECASE)
+    for path in meas.DATA_DIR.iterdir():
+        if path.name.endswith(".json"):
+            assert not pattern.search(path.read_text()), path.name
+    for m in load_measurements():
+        assert meas.held_out(m.source_url) is None
+    for s in load_sources().values():
+        assert all(meas.held_out(u) is None for u in s.urls)
+
+
+@pytest.mark.parametrize("url", [
+    "https://github.com/ROCm/vllm/blob/0123456789abcdef0123456789abcdef01234567/docs/dev-docker/README.md",
+    "https://docs.nvidia.com/nim/benchmarking/llm/latest/performance.html",
+    "https://docs.gpustack.ai/latest/performance-lab/qwen3-8b/h100/",
+    "https://docs.vultr.com/inference-cookbook/x",
+    "https://github.com/mlcommons/inference_results_v4.1/tree/0123456789abcdef0123456789abcdef01234567/closed",
+    "https://github.com/vllm-project/perf-dashboard/blob/0123456789abcdef0123456789abcdef01234567/x.json",
+])
+def test_held_out_url_is_refused(url):
+    with pytest.raises(MeasurementError, match=r"measurements/dstack.json row 1: source_url: .*held-out"):
+        parse_file(_doc(source_url=url), "dstack.json")
+
+
+@pytest.mark.parametrize(("changes", "field"), [
+    ({"metrics": {"ttft_p99_ms": -3}}, r"metrics\.ttft_p99_ms: got -3; a positive finite number"),
+    ({"metrics": {"ttft_p99_ms": 0}}, r"metrics\.ttft_p99_ms: got 0"),
+    ({"metrics": {"ttft_p99_ms": float("nan")}}, r"metrics\.ttft_p99_ms: got nan"),
+    ({"metrics": {"ttft": 12.0}}, r"metrics\.ttft: .*unit suffix"),
+    ({"metrics": {"latency_ms": 12.0}}, r"metrics\.latency_ms: .*known metric key"),
+    ({"metrics": {"ttft_median_ms": 200.0, "ttft_p99_ms": 100.0}}, r"metrics\.ttft_median_ms: got 200\.0; at most"),
+    ({"metrics": {}}, r"metrics: .*non-empty"),
+    ({"concurrency": None}, r"concurrency: got None; a value, because load_mode is 'concurrency'"),
+    ({"load_mode": "request_rate"}, r"request_rate: got None"),
+    ({"load_mode": "static_batch"}, r"batch_size: got None"),
+    ({"engine": "vLLM"}, r"engine: got 'vLLM'"),
+    ({"engine": "deepspeed"}, r"engine: got 'deepspeed'"),
+    ({"precision": "FP8"}, r"precision: got 'FP8'"),
+    ({"gpu": "H100"}, r"gpu: got 'H100'; a normalised GPU name"),
+    ({"gpu_count": 0}, r"gpu_count: got 0"),
+    ({"tp": 16}, r"tp: got 16; at most gpu_count"),
+    ({"request_rate": -1.0}, r"request_rate: got -1\.0"),
+    ({"published": "2025-13-01"}, r"published: got '2025-13-01'"),
+    ({"source_url": "https://github.com/dstackai/benchmarks/blob/main/x.csv"}, r"source_url: .*40-hex commit"),
+    ({"source_id": "inferencex"}, r"source_id: got 'inferencex'"),
+    ({"extra": {"derived_metrics": ["output_tok_s_per_gpu"]}}, r"extra\.derived_metrics"),
+    ({"colour": "red"}, r"colour: .*extra inputs"),
+])
+def test_bad_rows_are_refused_naming_file_row_and_field(changes, field):
+    with pytest.raises(MeasurementError, match=r"^measurements/dstack\.json row 1: " + field):
+        parse_file(_doc(**changes), "dstack.json")
+
+
+def test_bad_file_shape_and_source_are_refused():
+    with pytest.raises(MeasurementError, match="'source' and a list 'rows'"):
+        parse_file({"rows": []}, "dstack.json")
+    with pytest.raises(MeasurementError, match=r"other\.json source: source_id: got .dstack."):
+        parse_file(_doc(), "other.json")
+
+
+def test_metric_keys_all_carry_a_unit():
+    assert all(unit_of(k) for k in METRIC_KEYS)
+    assert unit_of("output_tok_s") == "_tok_s" and unit_of("ttft_p99_ms") == "_ms" and unit_of("ttft") is None
+
+
+def test_gpu_names_map_to_the_catalog():
+    catalog = load_gpus()
+    assert all(cid in catalog for _, cid in GPUS.values() if cid is not None)
+    assert all("gpu_as_published" in m.extra for m in load_measurements())
+
+
+def test_flags_and_derived_metrics_are_consistent():
+    rows = load_measurements()
+    assert sum(bool(m.extra.get("disaggregated")) for m in rows) > 500
+    assert sum(m.extra.get("spec_decoding") == "mtp" for m in rows) > 300
+    mlperf = [m for m in rows if m.source_id == "mlperf_inference_v5.1"]
+    assert mlperf and all(m.input_len is None and m.output_len is None for m in mlperf)
+    assert all(m.extra["derived_metrics"] == ["output_tok_s_per_gpu"] for m in mlperf
+               if "output_tok_s_per_gpu" in m.metrics)
+
+
+def test_spot_check_trtllm_perf_overview():
+    # https://github.com/NVIDIA/TensorRT-LLM/blob/00f37686aa854010d68bcbd0f4ab000221541ca6/docs/source/performance/perf-overview.md
+    # table "Llama 3.1 8B", H200 TP1 (FP8), ISL/OSL 128/128: 27,911 total output tokens/s.
+    m = _find("trtllm_perf_overview", "00f37686", gpu="H200 SXM 141GB", model="nvidia/Llama-3.1-8B-Instruct-FP8",
+              input_len=128, output_len=128)
+    assert m.metrics["output_tok_s"] == 27911 and m.load_mode == "offline_max" and m.tp == 1
+
+
+def test_spot_check_mlperf():
+    # https://github.com/mlcommons/inference_results_v5.1/tree/965182b03376a00fcae415c54e560e1c83937932/closed/AMD/results/8xMI300X_2xEPYC_9575F/llama2-70b-99/Interactive
+    # ID 5.1-0001 (AMD): 8840.42 tokens/s at 29.5 target QPS, TTFT p99 435.9761 ms, TPOT p99 39.507635 ms.
+    m = _find("mlperf_inference_v5.1", "closed/AMD/results/8xMI300X_2xEPYC_9575F/llama2-70b-99/Interactive")
+    assert (m.gpu, m.gpu_count, m.request_rate) == ("MI300X", 8, 29.5)
+    assert m.metrics["output_tok_s"] == 8840.42
+    assert m.metrics["ttft_p99_ms"] == 435.9761 and m.metrics["tpot_p99_ms"] == 39.507635
+
+
+def test_spot_check_datacrunch():
+    # https://github.com/datacrunch-research/blogs/blob/60e1e7adb3482b2397231e04cbbccaf38040c77c/deepseek-v3-h200-deployment/deepseek-v3-h200-deployment.md
+    # DeepSeek-V3 BF16, 8x H200, random 1024/1024 at 1 req/s: median E2E 214924.09 ms, TTFT 587.15 ms, 639.99 tok/s.
+    m = _find("datacrunch", "deepseek-v3-h200-deployment", precision="bf16", gpu_count=8, request_rate=1.0)
+    assert m.metrics == {"e2el_median_ms": 214924.09, "ttft_median_ms": 587.15, "tpot_median_ms": 209.48,
+                         "itl_median_ms": 159.64, "output_tok_s": 639.99}
+
+
+def test_frame_is_tidy():
+    frame = measurements_frame()
+    assert len(frame) == len(load_measurements())
+    assert {"gpu_family", "disaggregated", "output_tok_s_per_gpu", "ttft_p99_ms"} <= set(frame.columns)
+    assert frame["ttft_p99_ms"].dropna().gt(0).all()
+
+
+def test_readme_counts_match_the_files():
+    text = (meas.DATA_DIR / "README.md").read_text()
+    counts = {m.source_id: 0 for m in load_measurements()}
+    for m in load_measurements():
+        counts[m.source_id] += 1
+    for sid, n in counts.items():
+        assert f"| `{sid}` | {n} |" in text, sid
+    assert f"{len(load_measurements()):,} rows from {len(counts)} sources" in text
