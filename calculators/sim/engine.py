@@ -82,10 +82,10 @@ def simulate(pm: PerformanceModel, workload: Workload, policy: ContinuousBatchin
         load ÷ achieved throughput (``overload_factor``) exceeded ``1 + OVERLOAD_TOLERANCE``.
     """
     policy = ContinuousBatching() if policy is None else policy
-    t_limit = math.inf if duration_s is None else positive("duration_s", duration_s)
+    t_limit = math.inf if duration_s is None else float(positive("duration_s", duration_s))
     positive_int("max_events", max_events)
-    run = run_static if isinstance(policy, StaticBatching) else run_continuous
-    rec = run(pm, workload, policy, t_limit, max_events)
+    rec = (run_static(pm, workload, policy, t_limit, max_events) if isinstance(policy, StaticBatching)
+           else run_continuous(pm, workload, policy, t_limit, max_events))
     return summarize(policy.name, rec.requests, rec.timeseries, rec.itl, elapsed_s=rec.elapsed_s,
                      preemptions=rec.preemptions, stop_reason=rec.stop_reason, slo=slo)
 
@@ -115,7 +115,8 @@ def simulate_split(pm_latency: PerformanceModel, pm_throughput: PerformanceModel
     parts = list(out.items())
     reqs = pd.concat([r.requests.assign(pool=k) for k, r in parts], ignore_index=True)
     ts = pd.concat([r.timeseries.assign(pool=k) for k, r in parts], ignore_index=True)
-    itl = tuple(np.concatenate([r.itl_samples[j] for _, r in parts]) for j in (0, 1))
+    itl = (np.concatenate([r.itl_samples[0] for _, r in parts]),
+           np.concatenate([r.itl_samples[1] for _, r in parts]))
     elapsed = max(r.elapsed_s for _, r in parts)
     combined = summarize("split", reqs, ts, itl, elapsed_s=elapsed, preemptions=sum(r.preemptions for _, r in parts),
                          stop_reason="completed" if all(r.stop_reason == "completed" for _, r in parts) else "duration",

@@ -15,6 +15,7 @@ import csv
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -31,6 +32,23 @@ MAX_SIM_REQUESTS = 1_000_000
 
 
 # --------------------------------------------------------------------------- length distributions
+
+
+@runtime_checkable
+class LengthDistribution(Protocol):
+    """Token counts [tokens]: ``sample(rng, n)`` draws ``n`` whole numbers ≥ 1."""
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray: ...
+
+
+@runtime_checkable
+class ArrivalProcess(Protocol):
+    """Open-loop arrivals at a mean ``rate_per_s`` [1/s]; ``times(rng, n)`` draws ``n`` arrival times [s]."""
+
+    @property
+    def rate_per_s(self) -> float: ...
+
+    def times(self, rng: np.random.Generator, n: int) -> np.ndarray: ...
 
 
 def lognormal_params(mean: ArrayLike, p95: ArrayLike, *, field: str = "length") -> tuple[np.ndarray, np.ndarray]:
@@ -118,7 +136,7 @@ class Mixture:
         return float(np.dot(w / w.sum(), [c.mean for c in self.components]))
 
 
-def bimodal(short: object, long: object, long_fraction: float) -> Mixture:
+def bimodal(short: LengthDistribution, long: LengthDistribution, long_fraction: float) -> Mixture:
     """A two-component mixture: share ``long_fraction`` drawn from ``long``, the rest from ``short``."""
     f = 0.0 if long_fraction == 0 else float(fraction("long_fraction", long_fraction))
     return Mixture((short, long), (1 - f, f))
@@ -161,9 +179,9 @@ def length_distribution(mean: float | None, p95: float | None = None, *, kind: s
     return Fixed(int(mean))
 
 
-def as_length_dist(value: object) -> object:
+def as_length_dist(value: LengthDistribution | ArrayLike) -> LengthDistribution:
     """An int is :class:`Fixed`; an array of lengths is :class:`Empirical`; a distribution passes."""
-    if hasattr(value, "sample"):
+    if isinstance(value, LengthDistribution):
         return value
     if np.ndim(value) == 0:
         return Fixed(int(positive_int("tokens", value, scalar=True)))
@@ -234,7 +252,8 @@ class Workload:
         return int(self.input_tokens.size)
 
 
-def make_workload(arrivals: object, input_len: object, output_len: object, *, num_requests: int | None = None,
+def make_workload(arrivals: ArrivalProcess | ClosedLoop, input_len: LengthDistribution | ArrayLike,
+                  output_len: LengthDistribution | ArrayLike, *, num_requests: int | None = None,
                   duration_s: float | None = None, seed: int = 0) -> Workload:
     """Draw a seeded workload.
 
@@ -260,7 +279,7 @@ def make_workload(arrivals: object, input_len: object, output_len: object, *, nu
         n = int(positive_int("num_requests", num_requests, scalar=True))
         think = (t_rng.exponential(arrivals.think_time_s, n) if arrivals.think_time_s > 0 else np.zeros(n))
         return Workload(ind.sample(i_rng, n), outd.sample(o_rng, n), None, arrivals, think)
-    if not hasattr(arrivals, "times"):
+    if not isinstance(arrivals, ArrivalProcess):
         raise InvalidInputError("arrivals", arrivals, "Poisson, Gamma, Constant or ClosedLoop")
     if num_requests is not None:
         n = int(positive_int("num_requests", num_requests, scalar=True))
@@ -291,6 +310,7 @@ def initial_arrivals(wl: Workload) -> tuple[list[tuple[float, int]], int]:
     each later one arrives ``think_s`` after a user's previous request finishes.
     """
     if wl.closed_loop is None:
+        assert wl.arrival_s is not None  # an open-loop workload has its arrival times
         return list(zip(wl.arrival_s.tolist(), range(wl.num_requests), strict=True)), wl.num_requests
     n0 = min(int(wl.closed_loop.concurrency), wl.num_requests)
     return [(0.0, i) for i in range(n0)], n0
