@@ -1,4 +1,4 @@
-"""Importers of measured benchmark profiles: vLLM, GuideLLM, AIPerf/GenAI-Perf, LLMPerf, generic.
+"""Measured benchmark runs: importers (vLLM, GuideLLM, AIPerf/GenAI-Perf, LLMPerf, generic) and analysis.
 
 Public API::
 
