@@ -7,7 +7,10 @@ negative count. Regression examples of the bugs fuzzing found are pinned with ``
 from __future__ import annotations
 
 import pytest
-from fuzz_surfaces import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.fuzz_surfaces import (
     API_SURFACES,
     APP_PAGES,
     app_params,
@@ -21,8 +24,6 @@ from fuzz_surfaces import (
     check_query,
     cli_argv,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 pytestmark = pytest.mark.fuzz
 SHORT = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import FIXTURES
 
 from calculators.errors import InvalidInputError
 from calculators.perf.calibration import calibrate, profile_points
@@ -16,6 +15,7 @@ from calculators.profiles import analysis as pa
 from calculators.profiles import detect_and_load, load_many
 from calculators.report import explain_profiles as ex
 from calculators.specs.catalog import get_gpu, get_model
+from tests.conftest import FIXTURES
 
 VLLM_SWEEP = sorted((FIXTURES / "profiles").glob("vllm-benchmark_serving-v0.8.3_*_qps-*.trimmed.json"))
 

@@ -102,7 +102,7 @@ def test_bad_workload(field, kwargs):
 
 
 def test_cli_plan_json():
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     p = subprocess.run([sys.executable, "-m", "calculators.cli", "plan", "--model", LLAMA70, "--gpu", "H100",
                         "--gpu", "MI300X", "--request-rate", "40", "--input-len", "2000", "--output-len", "300",
                         "--ttft-p99-ms", "1000", "--tpot-p99-ms", "50", "--max-pipeline-parallel-size", "1",

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import HF_CONFIGS
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import HF_CONFIGS
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def llmcap(*args: str) -> subprocess.CompletedProcess:

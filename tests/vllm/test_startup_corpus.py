@@ -18,7 +18,7 @@ import pytest
 from calculators.errors import InvalidInputError
 from calculators.units import GiB
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "fixtures" / "vllm_logs"
 CORPUS_PATH = LOGS / "startup_corpus.json"
 CORPUS_MD = LOGS / "CORPUS.md"

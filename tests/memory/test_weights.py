@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import pytest
-from conftest import hf
 
 from calculators.errors import InvalidInputError
 from calculators.memory.weights import parameter_counts, weight_bytes_per_gpu, weight_bytes_per_stage
 from calculators.specs.catalog import get_model, load_models
 from calculators.units import GiB
+from tests.conftest import hf
 
 
 def test_llama_31_8b_parameter_count_exact():

@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import HF_CONFIGS, hf
 
 from calculators.errors import InvalidInputError
 from calculators.specs.catalog import load_models
 from calculators.specs.hf_config import load_config_file, model_from_config, model_from_json_text
+from tests.conftest import HF_CONFIGS, hf
 
 FIXTURES = sorted(p.stem for p in HF_CONFIGS.glob("*.json"))
 

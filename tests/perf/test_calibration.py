@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import FIXTURES
 
 from calculators.errors import InvalidInputError
 from calculators.perf.calibration import Calibration, Measured, calibrate, calibrated, predicted_tpot_s, profile_points
@@ -17,9 +16,10 @@ from calculators.perf.model import PerformanceModel
 from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.profiles import load_many
 from calculators.specs.catalog import get_gpu, get_model
+from tests.conftest import FIXTURES
 
 VLLM_SWEEP = sorted((FIXTURES / "profiles").glob("vllm-benchmark_serving-v0.8.3_*.json"))
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def sweep_profile():

@@ -21,7 +21,7 @@ from calculators.profiles import (
     load_many,
 )
 
-FIX = Path(__file__).parent / "fixtures" / "profiles"
+FIX = Path(__file__).parents[1] / "fixtures" / "profiles"
 VLLM = sorted(FIX.glob("vllm-benchmark_serving-*.json"))
 NIGHTLY = FIX / "vllm-nightly-benchmark_results-v0.8.3_llama-3.3-70b_8xA100-40GB_tp8_qps-sweep.json"
 COMMANDS = FIX / "vllm-nightly-commands-v0.8.3_llama-3.3-70b_tp8_qps-04.json"

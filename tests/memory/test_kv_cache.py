@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import hf
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,6 +16,7 @@ from calculators.memory.kv_cache import (
 )
 from calculators.specs.catalog import get_model
 from calculators.units import GiB, MiB
+from tests.conftest import hf
 
 
 def test_llama_31_70b_golden_per_gpu():

@@ -141,7 +141,7 @@ def test_bad_inputs():
 
 
 def _llmcap(*args):
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     return subprocess.run([sys.executable, "-m", "calculators.cli", *args], capture_output=True, text=True,
                           cwd=root, timeout=60)
 
