@@ -24,7 +24,9 @@ app: $(RUNTIME)
 test: $(DEV)
 	bash scripts/ensure_chromium.sh
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -n 2 -q
 
 lint: $(DEV)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy

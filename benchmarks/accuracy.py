@@ -116,60 +116,68 @@ def _roofline(row: dict, model, gpu) -> Roofline:
                     quantization=_quantization(row["dtype"]), kv_cache_dtype=_kv_dtype(row.get("kv_dtype")))
 
 
+def _why_not_comparable(row: dict) -> str | None:
+    """Why a static model cannot be compared with this row, or ``None`` when it can."""
+    mode = row["load_mode"]
+    if mode == "offline_max_throughput":
+        return "offline max-throughput: a ceiling with no stated batch size"
+    if mode == "open_loop_poisson":
+        return "open-loop Poisson: an arrival rate, no stated concurrency"
+    if mode != "static_batch":
+        return f"load mode {mode} not modelled"
+    if not row.get("tp"):
+        return "parallelism not stated (max TP/PP/DP config)"
+    if not row.get("batch_size") or not row.get("input_len"):
+        return "batch size or input length not stated"
+    if _model_id(row["model"]) is None or _gpu_id(row["gpu"]) is None or _quantization(row["dtype"]) is None:
+        return "model, GPU or dtype not in the catalog"
+    return None
+
+
+def _compare_row(row: dict, out: list[dict], excluded: list[tuple[int, str]]) -> None:
+    """Append the row's comparisons to ``out`` and the metrics it cannot compare to ``excluded``."""
+    rid = row["id"]
+    model, gpu = get_model(_model_id(row["model"])), get_gpu(_gpu_id(row["gpu"]))
+    pm = _roofline(row, model, gpu)
+    b, i, o = row["batch_size"], row["input_len"], row["output_len"]
+    base = {"id": rid, "source": _source(row), "model": model.id, "gpu": gpu.id, "tp": row["tp"],
+            "quantization": _quantization(row["dtype"]), "kv_cache_dtype": _kv_dtype(row.get("kv_dtype")),
+            "batch": b, "input_len": i, "output_len": o}
+    ttft = row["metrics"].get("ttft_ms")
+    if ttft is not None:
+        pred = float(pm.prefill_time_s(i, b))
+        out.append({**base, "metric": "ttft", "unit": "ms", "measured": ttft, "predicted": pred * 1e3,
+                    "how": "prefill of 1 prompt" if b == 1 else f"prefill of {b} prompts"})
+    replica, how = _measured_replica_throughput(row)
+    if replica is not None and o and o > 1:
+        sm = serving_metrics(pm, b, i, o)
+        out.append({**base, "metric": "throughput", "unit": "tok/s/replica", "measured": replica,
+                    "predicted": float(sm["output_tokens_per_s"]), "how": how})
+        prefill_s = float(pm.prefill_time_s(i, b))
+        step_meas = (b * o / replica - prefill_s) / o
+        if step_meas > 0:
+            out.append({**base, "metric": "decode_step", "unit": "ms", "measured": step_meas * 1e3,
+                        "predicted": float(sm["tpot_s"]) * 1e3,
+                        "how": "(B*O/thr - predicted prefill)/O vs step at ctx I+O/2"})
+        else:
+            excluded.append((rid, "decode step not derivable: predicted prefill exceeds measured total"))
+    elif replica is not None:
+        excluded.append((rid, "throughput not compared: output length not stated (min-latency row)"))
+
+
 def compare(rows: list[dict]) -> tuple[list[dict], list[tuple[int, str]]]:
     """Comparisons (one per row and quantity) and exclusions (row id, reason)."""
     out: list[dict] = []
     excluded: list[tuple[int, str]] = []
     for row in rows:
-        rid, mode = row["id"], row["load_mode"]
-        if mode == "offline_max_throughput":
-            excluded.append((rid, "offline max-throughput: a ceiling with no stated batch size"))
+        reason = _why_not_comparable(row)
+        if reason is not None:
+            excluded.append((row["id"], reason))
             continue
-        if mode == "open_loop_poisson":
-            excluded.append((rid, "open-loop Poisson: an arrival rate, no stated concurrency"))
-            continue
-        if mode != "static_batch":
-            excluded.append((rid, f"load mode {mode} not modelled"))
-            continue
-        if not row.get("tp"):
-            excluded.append((rid, "parallelism not stated (max TP/PP/DP config)"))
-            continue
-        if not row.get("batch_size") or not row.get("input_len"):
-            excluded.append((rid, "batch size or input length not stated"))
-            continue
-        model_id, gpu_id, quant = _model_id(row["model"]), _gpu_id(row["gpu"]), _quantization(row["dtype"])
-        if model_id is None or gpu_id is None or quant is None:
-            excluded.append((rid, "model, GPU or dtype not in the catalog"))
-            continue
-        model, gpu = get_model(model_id), get_gpu(gpu_id)
-        pm = _roofline(row, model, gpu)
-        b, i, o = row["batch_size"], row["input_len"], row["output_len"]
-        base = {"id": rid, "source": _source(row), "model": model.id, "gpu": gpu.id, "tp": row["tp"],
-                "quantization": quant, "kv_cache_dtype": _kv_dtype(row.get("kv_dtype")),
-                "batch": b, "input_len": i, "output_len": o}
         n_before = len(out)
-        ttft = row["metrics"].get("ttft_ms")
-        if ttft is not None:
-            pred = float(pm.prefill_time_s(i, b))
-            out.append({**base, "metric": "ttft", "unit": "ms", "measured": ttft, "predicted": pred * 1e3,
-                        "how": "prefill of 1 prompt" if b == 1 else f"prefill of {b} prompts"})
-        replica, how = _measured_replica_throughput(row)
-        if replica is not None and o and o > 1:
-            sm = serving_metrics(pm, b, i, o)
-            out.append({**base, "metric": "throughput", "unit": "tok/s/replica", "measured": replica,
-                        "predicted": float(sm["output_tokens_per_s"]), "how": how})
-            prefill_s = float(pm.prefill_time_s(i, b))
-            step_meas = (b * o / replica - prefill_s) / o
-            if step_meas > 0:
-                out.append({**base, "metric": "decode_step", "unit": "ms", "measured": step_meas * 1e3,
-                            "predicted": float(sm["tpot_s"]) * 1e3,
-                            "how": "(B*O/thr - predicted prefill)/O vs step at ctx I+O/2"})
-            else:
-                excluded.append((rid, "decode step not derivable: predicted prefill exceeds measured total"))
-        elif replica is not None:
-            excluded.append((rid, "throughput not compared: output length not stated (min-latency row)"))
+        _compare_row(row, out, excluded)
         if len(out) == n_before:
-            excluded.append((rid, "no comparable metric"))
+            excluded.append((row["id"], "no comparable metric"))
     for c in out:
         c["error"] = c["predicted"] / c["measured"] - 1
     return out, excluded

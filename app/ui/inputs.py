@@ -32,13 +32,8 @@ BIND = {"bind": "query-params"}
 _AUTO = "0 = vLLM's default"
 
 
-def _first_run() -> None:
-    """Read the URL once per session: messages, aliases, custom specs."""
-    ss = st.session_state
-    if "_url_messages" in ss:
-        return
-    params = st.query_params.to_dict()
-    messages: list[str] = []
+def _read_custom_specs(params: dict, messages: list[str]) -> None:
+    """Add the custom GPU (``cgpu``) and model (``cmodel``) the link carries to this session."""
     if "cgpu" in params:
         try:
             g = decode_custom_gpu(params["cgpu"])
@@ -54,15 +49,21 @@ def _first_run() -> None:
             state.custom_models()[m.id] = (m, cfg)
         except InvalidInputError as exc:
             messages.append(f"custom model in the link ignored: {exc}")
-    scenario, msgs = scenario_from_query(params)
-    messages += msgs
-    if scenario.calibration:
-        from calculators.perf.calibration import Calibration
-        try:
-            Calibration.efficiencies_from_param(scenario.calibration)
-            ss["_calibration_param"] = scenario.calibration
-        except InvalidInputError as exc:
-            messages.append(f"cal ignored: {exc.allowed}")
+
+
+def _read_calibration(param: str, messages: list[str]) -> None:
+    """Keep the link's ``cal`` parameter for this session if it parses."""
+    from calculators.perf.calibration import Calibration
+    try:
+        Calibration.efficiencies_from_param(param)
+        st.session_state["_calibration_param"] = param
+    except InvalidInputError as exc:
+        messages.append(f"cal ignored: {exc.allowed}")
+
+
+def _resolve_ids(params: dict, messages: list[str]) -> None:
+    """Model and GPU names of the link: aliases become ids; unknown names become messages."""
+    ss = st.session_state
     for key, resolve, options in (("model", state.resolve_model, state.model_options),
                                   ("gpu", state.resolve_gpu, state.gpu_options)):
         if key not in params:
@@ -77,6 +78,21 @@ def _first_run() -> None:
             ss.setdefault("_model_aliases", []).append(raw)  # keep the name the user gave, like the CLI
         elif spec.id != raw and spec.id in options():
             ss[key] = spec.id
+
+
+def _first_run() -> None:
+    """Read the URL once per session: messages, aliases, custom specs."""
+    ss = st.session_state
+    if "_url_messages" in ss:
+        return
+    params = st.query_params.to_dict()
+    messages: list[str] = []
+    _read_custom_specs(params, messages)
+    scenario, msgs = scenario_from_query(params)
+    messages += msgs
+    if scenario.calibration:
+        _read_calibration(scenario.calibration, messages)
+    _resolve_ids(params, messages)
     ss["_url_messages"] = messages
 
 

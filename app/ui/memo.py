@@ -31,11 +31,9 @@ class _NotShareableError(Exception):
     pass
 
 
-def shared_key(x: Any) -> Hashable:
-    """A hashable form of ``x`` in which catalog specs are their ids; raises ``_NotShareableError`` when
-    ``x`` holds anything user-provided (or of a type this function does not know)."""
-    if x is None or isinstance(x, (bool, int, float, str)):
-        return x
+def _spec_key(x: Any) -> Hashable | None:
+    """The key of a catalog spec, the efficiencies or a scenario; ``None`` when ``x`` is none of those.
+    Raises ``_NotShareableError`` when it is one of them but user-provided."""
     if isinstance(x, GPUSpec):
         if load_gpus().get(x.id) != x:
             raise _NotShareableError
@@ -52,6 +50,17 @@ def shared_key(x: Any) -> Hashable:
         if x.calibration is not None:
             raise _NotShareableError
         return ("scenario", shared_key(x.model_dump()))
+    return None
+
+
+def shared_key(x: Any) -> Hashable:
+    """A hashable form of ``x`` in which catalog specs are their ids; raises ``_NotShareableError`` when
+    ``x`` holds anything user-provided (or of a type this function does not know)."""
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    spec = _spec_key(x)  # before the generic cases: specs are pydantic models, efficiencies a dataclass
+    if spec is not None:
+        return spec
     if isinstance(x, (list, tuple)):
         return tuple(shared_key(v) for v in x)
     if isinstance(x, dict):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from calculators.specs.catalog import load_gpus, load_models
 
@@ -22,7 +23,7 @@ def cmd_gpus(a: argparse.Namespace) -> int:
 
 
 def cmd_models(a: argparse.Namespace) -> int:
-    rows = [{"id": m.id, "attention": m.attention_type, "layers": m.num_hidden_layers,
+    rows: list[dict[str, Any]] = [{"id": m.id, "attention": m.attention_type, "layers": m.num_hidden_layers,
              "params_total": m.params_total_card, "params_active": m.params_active_card,
              "moe": m.is_moe, "quantization": m.quantization, "aliases": list(m.aliases)}
             for m in load_models().values()]

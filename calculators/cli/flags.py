@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import NoReturn
 
 from calculators.errors import InvalidInputError
 from calculators.perf.calibration import Calibration, calibrated
@@ -15,7 +16,7 @@ from calculators.validation import positive_int
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's own usage errors: one line, exit 2
+    def error(self, message: str) -> NoReturn:  # argparse's own usage errors: one line, exit 2
         self.exit(2, f"llmcap: error: {message}\n")
 
 

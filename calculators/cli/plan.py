@@ -35,6 +35,7 @@ def cmd_plan(a: argparse.Namespace) -> int:
         if not p.fits:
             print(f"{p.gpu:12s} {p.tensor_parallel_size:3d} {p.pipeline_parallel_size:3d}  {p.message}")
             continue
+        assert p.ttft_p99_s is not None and p.tpot_s is not None  # a fitting plan is always sized
         cost = "—" if p.usd_per_hour is None else f"{p.usd_per_hour:.2f}"
         per_m = "—" if p.usd_per_million_output_tokens is None else f"{p.usd_per_million_output_tokens:.3f}"
         print(f"{p.gpu:12s} {p.tensor_parallel_size:3d} {p.pipeline_parallel_size:3d} {p.batch_size:6d} "

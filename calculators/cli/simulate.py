@@ -75,6 +75,7 @@ def simulate_document(a: argparse.Namespace) -> dict:
         return {"fits": False, "message": "the model does not fit: no KV-cache blocks left"}
     pm = Roofline(model, gpu, tensor_parallel_size=tp, max_num_batched_tokens=a.max_num_batched_tokens)
     wl = _workload(a, a.max_model_len)
+    pol: StaticBatching | ContinuousBatching
     if a.policy == "static":
         pol = StaticBatching(max_batch_size=a.max_num_seqs, max_wait_ms=a.max_wait_ms, num_blocks=num_blocks,
                              block_size=block_size)

@@ -74,7 +74,8 @@ def kv_bytes_per_token_per_layer(model: ModelSpec, *, tensor_parallel_size: Arra
     s = kv_element_bytes(model, kv_cache_dtype, dtype)
     tp = check_tensor_parallel(model, tensor_parallel_size)
     if model.is_mla:
-        latent = (model.kv_lora_rank + model.qk_rope_head_dim) * s
+        mla = model.mla_dims
+        latent = (mla.kv_lora_rank + mla.qk_rope_head_dim) * s
         return np.broadcast_to(-(-latent // mla_align_bytes) * mla_align_bytes, tp.shape).astype(np.int64)
     return (2 * kv_heads_per_rank(model.num_key_value_heads, tp) * model.head_dim * s).astype(np.int64)
 
@@ -96,7 +97,8 @@ def pp_layer_partition(num_layers: int, pipeline_parallel_size: int) -> list[int
 
 def stage_layer_types(model: ModelSpec, pipeline_parallel_size: int = 1) -> list[tuple[str, ...]]:
     """The attention kind of every layer, grouped by pipeline stage."""
-    out, start = [], 0
+    out: list[tuple[str, ...]] = []
+    start = 0
     for n in pp_layer_partition(model.num_hidden_layers, pipeline_parallel_size):
         out.append(model.layer_types[start:start + n])
         start += n
@@ -106,10 +108,14 @@ def stage_layer_types(model: ModelSpec, pipeline_parallel_size: int = 1) -> list
 def layer_window(model: ModelSpec, layer_type: str) -> float:
     """Tokens a layer of this kind keeps per sequence: its window, or unbounded (inf)."""
     if layer_type == "sliding_attention":
-        return float(model.sliding_window)
-    if layer_type == "chunked_attention":
-        return float(model.attention_chunk_size)
-    return np.inf
+        window = model.sliding_window
+    elif layer_type == "chunked_attention":
+        window = model.attention_chunk_size
+    else:
+        return np.inf
+    if window is None:  # ModelSpec guarantees a window for every windowed kind in its layer_types
+        raise InvalidInputError("layer_type", layer_type, f"a layer kind that {model.id} gives a window")
+    return float(window)
 
 
 def kv_bytes_per_token(model: ModelSpec, *, tensor_parallel_size: ArrayLike = 1,
@@ -138,11 +144,12 @@ def kv_bytes_per_sequence(model: ModelSpec, seq_len: ArrayLike, *, tensor_parall
     per_layer = kv_bytes_per_token_per_layer(model, tensor_parallel_size=tensor_parallel_size,
                                              kv_cache_dtype=kv_cache_dtype, dtype=dtype)
     b = 1 if block_size is None else int(positive_int("block_size", block_size, scalar=True))
-    worst = None
+    worst: np.ndarray | None = None
     for kinds in stage_layer_types(model, pipeline_parallel_size):
         tokens = sum(np.ceil(np.minimum(n, layer_window(model, k)) / b) * b for k in kinds)
         stage = tokens * per_layer
         worst = stage if worst is None else np.maximum(worst, stage)
+    assert worst is not None  # pp_layer_partition always gives at least one stage
     return worst
 
 

@@ -49,12 +49,13 @@ class Linear:
 def _attention(m: ModelSpec) -> list[Linear]:
     h, H, d = m.hidden_size, m.num_attention_heads, m.head_dim
     if m.is_mla:
-        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        mla = m.mla_dims
+        qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
         q = ([Linear(h, m.q_lora_rank, 1, "none", True), Linear(m.q_lora_rank, H * qk, 1, "tp", True)]
              if m.q_lora_rank else [Linear(h, H * qk, 1, "tp", True)])
-        return q + [Linear(h, m.kv_lora_rank + m.qk_rope_head_dim, 1, "none", True),
-                    Linear(m.kv_lora_rank, H * (m.qk_nope_head_dim + m.v_head_dim), 1, "tp", True),
-                    Linear(H * m.v_head_dim, h, 1, "tp", True)]
+        return q + [Linear(h, mla.kv_lora_rank + mla.qk_rope_head_dim, 1, "none", True),
+                    Linear(mla.kv_lora_rank, H * (mla.qk_nope_head_dim + mla.v_head_dim), 1, "tp", True),
+                    Linear(H * mla.v_head_dim, h, 1, "tp", True)]
     kv = m.num_key_value_heads * d
     return [Linear(h, H * d, 1, "tp", True, m.attention_bias), Linear(h, kv, 2, "kv", True, m.attention_bias),
             Linear(H * d, h, 1, "tp", True, m.attention_bias and m.architecture.startswith("GptOss"))]
@@ -164,7 +165,8 @@ def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike 
     each GPU instead of slicing every expert by TP.
     """
     tp = check_tensor_parallel(model, tensor_parallel_size).astype(np.float64)
-    ep = None if expert_parallel_size is None else positive_int("expert_parallel_size", expert_parallel_size)
+    ep = (None if expert_parallel_size is None
+          else np.asarray(positive_int("expert_parallel_size", expert_parallel_size)))
     q = resolve_quantization(model, quantization)
     s = dtype_bytes(model.torch_dtype if dtype == "auto" else dtype)
     vocab_rank = np.ceil(np.ceil(model.vocab_size / VOCAB_PADDING) * VOCAB_PADDING / tp)

@@ -38,10 +38,6 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
 @dataclass(frozen=True)
 class Calibration:
     """Fitted constants of the roofline for one model, GPU and TP size, with the fit's quality."""
@@ -119,7 +115,7 @@ def fit_efficiencies(groups: list[tuple[Roofline, pd.DataFrame]]) -> tuple[Effic
     pts = [(r, _check_points(p)) for r, p in groups]
     if sum(len(p) for _, p in pts) < 2:
         raise InvalidInputError("points", sum(len(p) for _, p in pts), "at least two load points to fit")
-    grid = (_GRID_COMPUTE, _GRID_MEMORY, _GRID_OVERHEAD_S)
+    grid: tuple[np.ndarray, ...] = (_GRID_COMPUTE, _GRID_MEMORY, _GRID_OVERHEAD_S)
     for _ in range(4):
         ec, em, eo = (g.ravel()[:, None] for g in np.meshgrid(*grid, indexing="ij"))
         total = np.zeros(len(ec))

@@ -27,10 +27,19 @@ class PerformanceModel(Protocol):
     def step_time_s(self, batch: ArrayLike, context_tokens: ArrayLike, phase: str = "decode") -> np.ndarray: ...
 
 
+class _PhaseMethods(Protocol):
+    """The two phase methods :class:`StepTimeMixin` dispatches to."""
+
+    def decode_step_time_s(self, batch_size: ArrayLike, context_tokens: ArrayLike) -> np.ndarray: ...
+
+    def prefill_time_s(self, prompt_tokens: ArrayLike, num_prompts: ArrayLike = 1) -> np.ndarray: ...
+
+
 class StepTimeMixin:
     """``step_time_s`` for any model that has the two phase methods (one mechanism, not one per model)."""
 
-    def step_time_s(self, batch: ArrayLike, context_tokens: ArrayLike, phase: str = "decode") -> np.ndarray:
+    def step_time_s(self: _PhaseMethods, batch: ArrayLike, context_tokens: ArrayLike,
+                    phase: str = "decode") -> np.ndarray:
         """One engine step [s]: a decode step of ``batch`` sequences at ``context_tokens``, or the
         prefill of ``batch`` prompts of ``context_tokens`` tokens."""
         if phase == "decode":

@@ -175,7 +175,11 @@ def _coefficients(r: Roofline) -> Coefficients:
     n_win = len(windowed) * frac
     n_full = m.num_hidden_layers * frac - n_win
     heads = m.num_attention_heads / tp
-    attn = 2 * heads * (2 * m.kv_lora_rank + m.qk_rope_head_dim) if m.is_mla else 4 * heads * m.head_dim
+    if m.is_mla:
+        mla = m.mla_dims
+        attn = 2 * heads * (2 * mla.kv_lora_rank + mla.qk_rope_head_dim)
+    else:
+        attn = 4 * heads * m.head_dim
     return Coefficients(
         dense_weight_bytes=total - experts, expert_weight_bytes=experts, expert_hit_fraction=hit,
         kv_full_bytes_per_token=per_layer_kv * n_full, kv_window_bytes_per_token=per_layer_kv * n_win,
@@ -194,7 +198,7 @@ def _allreduce_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.nda
     return np.where(c.tp > 1, 2 * c.layers_per_stage * one, 0.0)
 
 
-def decode_terms(c: Coefficients, e: Efficiencies, batch: np.ndarray, ctx: np.ndarray,
+def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLike,
                  micro_batches: int) -> dict[str, np.ndarray]:
     """The decode step split into its terms [s] (see the module docstring)."""
     b = np.asarray(batch, dtype=np.float64) / micro_batches
@@ -218,7 +222,7 @@ def decode_terms(c: Coefficients, e: Efficiencies, batch: np.ndarray, ctx: np.nd
             "memory_bound": memory_s >= compute_s}
 
 
-def prefill_terms(c: Coefficients, e: Efficiencies, prompt: np.ndarray, prompts: np.ndarray,
+def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: ArrayLike,
                   max_num_batched_tokens: int) -> dict[str, np.ndarray]:
     """Prefill of ``prompts`` prompts of ``prompt`` tokens, chunked by the token budget [s]."""
     p = np.asarray(prompt, dtype=np.float64)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import fields
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,9 @@ def stack_coefficients(parts: list[Coefficients]) -> Coefficients:
     def col(name: str) -> np.ndarray:
         return np.concatenate([np.broadcast_to(np.asarray(getattr(p, name), dtype=np.float64), p.tp.shape).ravel()
                                for p in parts])
-    return Coefficients(**{f.name: col(f.name) for f in fields(Coefficients)})
+    # Stacked, the scalar fields (pp, peak_flop_per_s, ...) become per-configuration arrays too.
+    stacked: dict[str, Any] = {f.name: col(f.name) for f in fields(Coefficients)}
+    return Coefficients(**stacked)
 
 
 def decode_sweep(models: list[ModelSpec], gpus: list[GPUSpec], tensor_parallel_sizes: list[int],
@@ -58,11 +61,12 @@ def decode_sweep(models: list[ModelSpec], gpus: list[GPUSpec], tensor_parallel_s
         "tensor_parallel_size": lab[idx, 3].astype(int),
         "batch_size": np.broadcast_to(b, shape).ravel(), "context_tokens": np.broadcast_to(ctx, shape).ravel(),
         "decode_step_s": step.ravel(), "output_tokens_per_s": (b / step).ravel(),
-        "output_tokens_per_s_per_gpu": (b / step / c.tp[:, None, None] / c.pp[:, None, None]).ravel(),
+        "output_tokens_per_s_per_gpu": (b / step / c.tp[:, None, None] / np.asarray(c.pp)[:, None, None]).ravel(),
         "bound": np.where(t["memory_bound"], "memory", "compute").ravel(),
     })
 
 
 def _expand(c: Coefficients) -> Coefficients:
     """Give every coefficient a trailing (batch, context) axis pair for broadcasting."""
-    return Coefficients(**{f.name: np.asarray(getattr(c, f.name))[:, None, None] for f in fields(Coefficients)})
+    expanded: dict[str, Any] = {f.name: np.asarray(getattr(c, f.name))[:, None, None] for f in fields(Coefficients)}
+    return Coefficients(**expanded)

@@ -113,7 +113,8 @@ def plan_pools(model: ModelSpec, gpus: list[GPUSpec], w: Workload, pools: list[P
     ok = all(r.plan is not None and r.plan.meets_slo for r in results)
     gpus_total = sum(r.plan.total_gpus for r in results if r.plan)
     costs = [r.plan.usd_per_hour for r in results if r.plan]
-    usd = sum(costs) if costs and all(c is not None for c in costs) else None
+    known = [c for c in costs if c is not None]
+    usd = sum(known) if costs and len(known) == len(costs) else None
     tokens_per_s = sum(r.workload.request_rate_per_s * (r.workload.input_len + r.workload.output_len) for r in results)
     per_m = usd / SECONDS_PER_HOUR / tokens_per_s * 1e6 if usd is not None else None
     out = MixedPlan(results, ok, gpus_total, usd, per_m)

@@ -146,9 +146,10 @@ def _looks_numeric(text: str) -> bool:
     return bool(body) and set(body) <= allowed and any(c.isdigit() for c in body)
 
 
-def count(name: str, field: str, value: object, **kw: object) -> int | None:
-    """A request count: a number that must be whole."""
-    out = num(name, field, value, **kw)
+def count(name: str, field: str, value: object, *, nonfinite: str = "reject", allow_inf: bool = False,
+          thousands: bool = False) -> int | None:
+    """A request count: a number that must be whole (keywords as for :func:`num`)."""
+    out = num(name, field, value, nonfinite=nonfinite, allow_inf=allow_inf, thousands=thousands)
     if out is None:
         return None
     if out != int(out):
@@ -180,6 +181,12 @@ def require_mapping(name: str, obj: object, what: str) -> dict:
     if not isinstance(obj, dict):
         raise InvalidInputError(f"{name}: {what}", type(obj).__name__, "a JSON object")
     return obj
+
+
+def sub_mapping(obj: dict, key: str) -> dict:
+    """``obj[key]`` when it is a JSON object, else an empty dict."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 UNIT_SCALE_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0}

@@ -5,7 +5,8 @@ in error messages. Every failure is an :class:`~calculators.errors.InvalidInputE
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from calculators.errors import InvalidInputError
 from calculators.profiles import generic, guidellm, llmperf, nvidia, vllm
@@ -92,12 +93,14 @@ def detect_format(name: str, data: bytes) -> str:
     """The format of a profile file, one of :data:`FORMATS`, from its content."""
     fmt, obj = _parse(name, data)
     if fmt == "aiperf-csv":
+        assert isinstance(obj, list)  # CSV formats are only detected on read_csv's rows
         return nvidia.load_stats_csv(name, obj).source_format  # tells AIPerf from GenAI-Perf by column order
     return fmt
 
 
 def _load_parsed(name: str, fmt: str, obj: object) -> Profile:
-    loaders = {
+    # Each loader takes what _parse returned for its format (a JSON object, a list of records, CSV rows).
+    loaders: dict[str, Callable[[str, Any], Profile]] = {
         "vllm-serve": vllm.load_serve, "vllm-throughput": vllm.load_throughput, "vllm-latency": vllm.load_latency,
         "vllm-nightly-summary": vllm.load_nightly, "inferencemax-agg": vllm.load_inferencemax,
         "guidellm": guidellm.load_guidellm, "aiperf-json": nvidia.load_aiperf_json,
@@ -170,6 +173,7 @@ def load_many(files: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> Profi
     for name, data in items:
         fmt, obj = _parse(name, data)
         if fmt == _NO_MEASUREMENTS:
+            assert isinstance(obj, dict)  # is_nightly_commands only accepts a JSON object
             sidecars.append((name, vllm.read_nightly_commands(name, obj)))
         else:
             profiles.append(_load_parsed(name, fmt, obj))

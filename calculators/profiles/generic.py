@@ -89,7 +89,8 @@ def _point(name: str, where: str, rec: dict) -> dict:
             scale = 1.0 if m.group(2) == "s" else 1e-3
             point.setdefault(_FIELD[m.group(1)], {})[key] = None if v is None else v * scale
         elif col not in _META_TEXT and col != "tensor_parallel_size":
-            raise InvalidInputError(f"{name}: {field}", col, "a column of the generic format (see docs/profile-formats.md §9)")
+            raise InvalidInputError(f"{name}: {field}", col,
+                                    "a column of the generic format (see docs/profile-formats.md §9)")
     return point
 
 
@@ -111,7 +112,8 @@ def load_generic_csv(name: str, rows: list[list[str]]) -> Profile:
     head = [c.strip().lower() for c in rows[0]]
     if len(set(head)) != len(head):
         raise InvalidInputError(f"{name}: header", rows[0], "each column once")
-    points, meta = [], {}
+    points: list[dict] = []
+    meta: dict[str, object] = {}
     for r, row in enumerate(rows[1:], 2):
         if not any(c.strip() for c in row):
             continue

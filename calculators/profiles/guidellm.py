@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 from calculators.errors import InvalidInputError
-from calculators.profiles._common import count, num, require_mapping, stats, text_field
+from calculators.profiles._common import count, num, require_mapping, stats, sub_mapping, text_field
 from calculators.profiles.model import Profile, build_profile
 
 _LATENCY = {
@@ -39,27 +39,29 @@ def is_guidellm(obj: object) -> bool:
 
 def load_guidellm(name: str, obj: dict) -> Profile:
     """Import a GuideLLM JSON report: one load point per benchmark (strategy)."""
-    points, models = [], set()
+    points: list[dict] = []
+    models: set[str | None] = set()
     for i, bench in enumerate(obj.get("benchmarks") or []):
         bench = require_mapping(name, bench, f"benchmarks[{i}]")
         points.append(_point(name, f"benchmarks[{i}].", bench))
-        worker = bench.get("worker") if isinstance(bench.get("worker"), dict) else {}
+        worker = sub_mapping(bench, "worker")
         if worker.get("backend_model"):
             models.add(text_field(worker["backend_model"]))
     for holder in (obj.get("args"), obj.get("config")):
         if isinstance(holder, dict) and isinstance(holder.get("model"), str):
             models.add(text_field(holder["model"]))
-    models.discard(None)
-    if len(models) > 1:
-        raise InvalidInputError(f"{name}: model", sorted(models), "one model per report")
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    notes = ("GuideLLM inter_token_latency (excludes TTFT) is used as TPOT; GuideLLM's time_per_output_token is "
-             "not used; no chunk-gap (ITL) metric exists in GuideLLM",)
+    names = sorted(m for m in models if m is not None)
+    if len(names) > 1:
+        raise InvalidInputError(f"{name}: model", names, "one model per report")
+    meta = sub_mapping(obj, "metadata")
+    notes: tuple[str, ...] = (
+        "GuideLLM inter_token_latency (excludes TTFT) is used as TPOT; GuideLLM's time_per_output_token is "
+        "not used; no chunk-gap (ITL) metric exists in GuideLLM",)
     version = text_field(meta.get("guidellm_version"))
     if version:
         notes += (f"written by guidellm {version}",)
     return build_profile(name, source_format="guidellm", source_files=(name,), load_points=points,
-                         model=models.pop() if models else None, notes=notes)
+                         model=names[0] if names else None, notes=notes)
 
 
 def _dist(metrics: dict, key: str) -> dict:
@@ -72,8 +74,8 @@ def _dist(metrics: dict, key: str) -> dict:
 
 def _point(name: str, where: str, b: dict) -> dict:
     metrics = require_mapping(name, b.get("metrics"), where + "metrics")
-    cfg = b.get("config") if isinstance(b.get("config"), dict) else {}
-    args = b.get("args") if isinstance(b.get("args"), dict) else {}
+    cfg = sub_mapping(b, "config")
+    args = sub_mapping(b, "args")
     strategy = cfg.get("strategy") or args.get("strategy") or {}
     kind = strategy.get("type_") if isinstance(strategy, dict) else None
     point: dict = {"label": text_field(kind)}
@@ -99,7 +101,7 @@ def _point(name: str, where: str, b: dict) -> dict:
     point["mean_output_tokens"] = mean_of("output_token_count")
     for field, (key, scale) in _LATENCY.items():
         d = _dist(metrics, key)
-        pct = d.get("percentiles") if isinstance(d.get("percentiles"), dict) else {}
+        pct = sub_mapping(d, "percentiles")
         prefix = f"{where}metrics.{key}.successful."
         median = d.get("median", pct.get("p50"))
         point[field] = stats(name, {"mean": (prefix + "mean", d.get("mean")), "median": (prefix + "median", median),

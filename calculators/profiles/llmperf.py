@@ -106,7 +106,7 @@ def load_individual(name: str, records: list) -> Profile:
             osl.append(o)
         if n_in is not None:
             isl.append(n_in)
-        if None not in (t, e, o) and o > 1:
+        if t is not None and e is not None and o is not None and o > 1:
             tpot.append((e - t) / (o - 1))
     ok = len(records) - failed
     if not ok:

@@ -18,9 +18,11 @@ turn that into :class:`~calculators.errors.InvalidInputError` naming the file an
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from calculators.errors import InvalidInputError
 
@@ -124,7 +126,9 @@ def build_profile(file: str, **fields: object) -> Profile:
     points = fields.get("load_points")
     if not points:
         raise InvalidInputError(f"{file}: load_points", [], "at least one load point (this file is an empty sweep)")
-    validated = []
+    if not isinstance(points, Iterable):
+        raise InvalidInputError(f"{file}: load_points", type(points).__name__, "a list of load points")
+    validated: list[LoadPoint] = []
     for i, p in enumerate(points):
         try:
             validated.append(p if isinstance(p, LoadPoint) else LoadPoint.model_validate(p))
@@ -133,8 +137,7 @@ def build_profile(file: str, **fields: object) -> Profile:
             raise InvalidInputError(
                 f"{file}: load_points[{i}].{_loc(err['loc'])}", err.get("input"), _allowed(err)
             ) from None
-    points = validated
-    fields["load_points"] = sort_points(points)
+    fields["load_points"] = sort_points(validated)
     try:
         return Profile.model_validate(fields)
     except ValidationError as exc:
@@ -142,7 +145,7 @@ def build_profile(file: str, **fields: object) -> Profile:
         raise InvalidInputError(f"{file}: {_loc(err['loc'])}", err.get("input"), _allowed(err)) from None
 
 
-def _allowed(err: dict) -> str:
+def _allowed(err: ErrorDetails) -> str:
     msg = err.get("msg", "invalid")
     if err.get("type") in ("finite_number",):
         return "a finite number (no NaN or infinity)"
@@ -158,12 +161,17 @@ def sort_points(points: tuple[LoadPoint, ...] | list[LoadPoint]) -> tuple[LoadPo
     by concurrency), else by measured request throughput. The sort is stable.
     """
     points = list(points)
-    concs = [p.concurrency for p in points]
-    rates = [p.request_rate_per_s for p in points]
-    if all(c is not None for c in concs) and len(set(concs)) == len(concs):
-        return tuple(sorted(points, key=lambda p: p.concurrency))
-    if all(r is not None for r in rates):
-        return tuple(sorted(points, key=lambda p: (p.request_rate_per_s, p.concurrency or 0.0)))
-    if all(c is not None for c in concs):
-        return tuple(sorted(points, key=lambda p: p.concurrency))
+    concs = [p.concurrency for p in points if p.concurrency is not None]
+    rates = [p.request_rate_per_s for p in points if p.request_rate_per_s is not None]
+    if len(concs) == len(points) and len(set(concs)) == len(concs):
+        return _sorted_by(points, concs)
+    if len(rates) == len(points):
+        return _sorted_by(points, [(r, p.concurrency or 0.0) for r, p in zip(rates, points, strict=True)])
+    if len(concs) == len(points):
+        return _sorted_by(points, concs)
     return tuple(sorted(points, key=lambda p: p.request_throughput_per_s or 0.0))
+
+
+def _sorted_by(points: list[LoadPoint], keys: Sequence[float] | Sequence[tuple[float, float]]) -> tuple[LoadPoint, ...]:
+    """``points`` in the (stable) order of ``keys``, one key per point."""
+    return tuple(points[i] for i in sorted(range(len(points)), key=keys.__getitem__))

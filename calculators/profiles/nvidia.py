@@ -30,7 +30,7 @@ import re
 import numpy as np
 
 from calculators.errors import InvalidInputError
-from calculators.profiles._common import UNIT_SCALE_S, count, csv_blocks, num, require_mapping, text_field
+from calculators.profiles._common import UNIT_SCALE_S, count, csv_blocks, num, require_mapping, sub_mapping, text_field
 from calculators.profiles.model import Profile, build_profile
 
 _TAGS = {
@@ -111,7 +111,7 @@ def _load_from_config(name: str, cfg: object) -> tuple[dict, str | None]:
             if load.get("request_rate_per_s") is None and c.get("request_rate") is not None:
                 load["request_rate_per_s"] = num(name, "input_config.request_rate", c.get("request_rate"),
                                                  allow_inf=True)
-    endpoint = cfg.get("endpoint") if isinstance(cfg.get("endpoint"), dict) else {}
+    endpoint = sub_mapping(cfg, "endpoint")
     for names in (endpoint.get("model_names"), cfg.get("model_names"), cfg.get("model")):
         if isinstance(names, list) and names:
             model = text_field(names[0])
@@ -246,7 +246,7 @@ def load_aiperf_jsonl(name: str, records: list) -> Profile:
     first_ns, last_ns = [], []
     for i, rec in enumerate(records, 1):
         rec = require_mapping(name, rec, f"line {i}")
-        meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+        meta = sub_mapping(rec, "metadata")
         if meta.get("credit_phase") == "warmup":
             continue
         if rec.get("error") is not None:

@@ -52,7 +52,9 @@ def is_serve_record(d: object) -> bool:
 def load_serve(name: str, obj: object) -> Profile:
     """Import ``vllm bench serve`` / ``benchmark_serving.py`` results (one object, or a list from JSONL)."""
     records = obj if isinstance(obj, list) else [obj]
-    points, notes, meta = [], [], {}
+    points: list[dict] = []
+    notes: list[str] = []
+    meta: dict[str, object] = {}
     for i, rec in enumerate(records):
         rec = require_mapping(name, rec, f"record {i}")
         point, extra = _serve_point(name if len(records) == 1 else f"{name} record {i}", rec)
@@ -218,7 +220,9 @@ def nightly_rows(obj: object) -> list[dict] | None:
 def load_nightly(name: str, obj: object) -> Profile:
     """Import the nightly-benchmark ``benchmark_results.json`` serving table."""
     rows = nightly_rows(obj) or []
-    points, tps, gpus = [], set(), set()
+    points: list[dict] = []
+    tps: set[int] = set()
+    gpus: set[str | None] = set()
     for i, row in enumerate(rows):
         where = f"row {i} "
         test = text_field(row.get("Test name")) or ""
@@ -243,7 +247,9 @@ def load_nightly(name: str, obj: object) -> Profile:
             point[field] = stats(name, src, scale=_MS)
         points.append(point)
     if len(tps) > 1 or len(gpus) > 1:
-        raise InvalidInputError(f"{name}: Test name/GPU", sorted(tps) or sorted(gpus), "one deployment per file")
+        # key=str: a blank GPU cell is None, which does not sort with names
+        seen: list[int] | list[str | None] = sorted(tps) if tps else sorted(gpus, key=str)
+        raise InvalidInputError(f"{name}: Test name/GPU", seen, "one deployment per file")
     return build_profile(
         name, source_format="vllm-nightly-summary", source_files=(name,), load_points=points, engine="vllm",
         tensor_parallel_size=tps.pop() if tps else None, gpu=gpus.pop() if gpus else None,
@@ -309,16 +315,16 @@ def load_inferencemax(name: str, d: dict) -> Profile:
         v = num(name, key, d.get(key))
         return None if v is None or not gpus else v * gpus
 
-    point = {
+    point: dict = {
         "concurrency": num(name, "conc", d.get("conc")),
         "output_tokens_per_s": server("output_tput_per_gpu"),
         "total_tokens_per_s": server("tput_per_gpu"),
         "mean_input_tokens": num(name, "isl", d.get("isl")),
         "mean_output_tokens": num(name, "osl", d.get("osl")),
     }
-    for m, field in _METRICS:
+    for metric, field in _METRICS:
         keys = ("mean", "median", "p90", "p95", "p99")
-        point[field] = stats(name, {k: (f"{k}_{m}", d.get(f"{k}_{m}")) for k in keys})
+        point[field] = stats(name, {k: (f"{k}_{metric}", d.get(f"{k}_{metric}")) for k in keys})
     image = text_field(d.get("image")) or ""
     m = re.search(r":v?([0-9][0-9A-Za-z.+-]*)$", image)
     notes.append("isl/osl are the configured lengths (random dataset), used as mean lengths")

@@ -65,7 +65,7 @@ def capacity_document(model: ModelSpec, result: CapacityResult, *, mean_len: flo
         "notes": list(result.notes),
         "max_num_seqs_advice": advice,
         "vllm_serve": vllm_serve_command(served_name or model.id, result,
-                                         advice and advice["recommended_max_num_seqs"]),
+                                         None if advice is None else advice["recommended_max_num_seqs"]),
     }
     if result.estimated_max_model_len is not None:
         doc["estimated_max_model_len"] = result.estimated_max_model_len

@@ -48,7 +48,7 @@ def performance_summary(r: Roofline, result: CapacityResult, *, input_len: int, 
     """
     limit = batch_limit(r.model, result, input_len + output_len)
     if limit < 1:
-        knee = {"model": r.model.id, "gpu": r.gpu.id, "kv_batch_limit": limit, "knee_batch_size": None,
+        knee: dict = {"model": r.model.id, "gpu": r.gpu.id, "kv_batch_limit": limit, "knee_batch_size": None,
                 "slo_batch_size": None, "curve": [],
                 "message": f"not even one sequence of {input_len + output_len:,} tokens fits in the KV cache"
                            + (f" (max_model_len {result.settings.max_model_len:,})"
@@ -317,13 +317,15 @@ def math_budget(view: dict, *, batch: int, output_len: float, replicas: int, tar
     """The latency budget at a batch: queue + prefill + decode + network against the target."""
     b, m = view["budget"], view["m"]
     return {"formula": "end-to-end = queue (p99) + prefill + (O − 1) × TPOT + network; margin = target − total; "
-                       "max_wait = target − (prefill + decode) − network (docs/performance-model.md §8: budget − service time)",
+                       "max_wait = target − (prefill + decode) − network "
+                       "(docs/performance-model.md §8: budget − service time)",
             "substituted": f"{_ms(b['queue_s'])} + {_ms(b['prefill_s'])} + ({output_len:g} − 1) × "
                            f"{_ms(m['tpot_s'])} + {_ms(b['network_s'])} = {_ms(b['total_s'])}; margin = "
                            f"{_ms(target_s)} − {_ms(b['total_s'])} = {_ms(b['margin_s'])}; max_wait = "
                            f"{_ms(target_s)} − {_ms(b['prefill_s'] + b['decode_s'])} − {_ms(b['network_s'])} "
                            f"= {_ms(b['max_wait_s'])} (batch {batch:,}, {replicas:,} replica(s))",
-            "sources": ["docs/performance-model.md §8 (latency budget)", "docs/performance-model.md §2 (serving metrics)",
+            "sources": ["docs/performance-model.md §8 (latency budget)",
+                        "docs/performance-model.md §2 (serving metrics)",
                         "e.g. a p95 budget of 300 ms and a service time of 200 ms leave max_wait ≤ 100 ms"]}
 
 

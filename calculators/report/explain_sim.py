@@ -122,9 +122,10 @@ def math_mm1(cf: ClosedForms) -> dict | None:
 
 def math_erlang_c(cf: ClosedForms) -> dict | None:
     """M/M/c (Erlang C) with ``c = max_num_seqs`` slots, each serving one request in the mean in-service time."""
-    if cf.erlang_c is None:
+    q = cf.erlang_c
+    if q is None:  # Erlang C is not defined for this run
         return None
-    f, q = cf.figures, cf.erlang_c
+    f = cf.figures
     w, rho, c = float(q.mean_wait_s), float(q.utilisation), float(q.probability_of_wait)
     return {"formula": "W_q = C(c, λS) / (c/S − λ),  ρ = λS/c  (C: Erlang C, probability of waiting)",
             "substituted": f"c = {cf.servers}, S = {f['service_s']:,.3f} s, λ = {f['lambda_per_s']:,.3f}/s → "

@@ -14,11 +14,15 @@ import datetime as dt
 import html
 import io
 import json
+from typing import TYPE_CHECKING
 
 from calculators.perf.roofline import Efficiencies
 from calculators.planning.fleet import LayoutPlan, Workload, pareto_front
 from calculators.report.explain_fleet import efficiency_sources, gpu_sources, math_chain, serve_line
 from calculators.specs.schema import GPUSpec, ModelSpec
+
+if TYPE_CHECKING:  # fpdf is imported where a PDF is made (it is slow to import)
+    from fpdf import FPDF
 
 SCHEMA_VERSION = "llmcap-quote/1"
 #: Columns of the ranked table (JSON keys and CSV header), unit-suffixed.
@@ -187,50 +191,47 @@ def pdf_text(text: str) -> str:
     return text.encode("latin-1", "replace").decode("latin-1")
 
 
-def quote_pdf(doc: dict) -> bytes:
-    """The quote as a PDF (fpdf2, core Helvetica/Courier fonts; no external assets)."""
-    from fpdf import FPDF  # lazy: keeps start-up fast
-    pdf = FPDF(format="A4")
-    pdf.set_auto_page_break(True, margin=15)
-    pdf.add_page()
-    pdf.set_title(pdf_text(f"LLM serving quote - {doc['inputs']['model']}"))
+def _pdf_para(pdf: FPDF, text: str, size: float = 9, style: str = "", font: str = "Helvetica", h: float = 4.6) -> None:
+    pdf.set_font(font, style, size)
+    pdf.multi_cell(0, h, pdf_text(text), new_x="LMARGIN", new_y="NEXT")
 
-    def para(text: str, size: float = 9, style: str = "", font: str = "Helvetica", h: float = 4.6) -> None:
-        pdf.set_font(font, style, size)
-        pdf.multi_cell(0, h, pdf_text(text), new_x="LMARGIN", new_y="NEXT")
 
-    def head(text: str) -> None:
-        pdf.ln(2)
-        para(text, 12, "B", h=7)
+def _pdf_head(pdf: FPDF, text: str) -> None:
+    pdf.ln(2)
+    _pdf_para(pdf, text, 12, "B", h=7)
 
-    para(f"LLM serving quote: {doc['inputs']['model']}", 16, "B", h=9)
-    meta = f"Date {doc['date']} - format {doc['schema_version']}"
-    meta += f" - for {doc['customer']}" if doc["customer"] else ""
-    meta += f" - prepared by {doc['prepared_by']}" if doc["prepared_by"] else ""
-    para(meta, 8)
-    if doc["notes"]:
-        para(doc["notes"])
-    head("Inputs")
-    for k, v in doc["inputs"].items():
-        para(f"{k}: {v}")
-    head("Chosen layout")
+
+def _pdf_chosen(pdf: FPDF, doc: dict) -> None:
+    """The chosen layout: its figures and ``vllm serve`` line, or why nothing fits."""
+    _pdf_head(pdf, "Chosen layout")
     c = doc["chosen"]
     if c and c["fits"]:
-        para(f"{c['message']} - {c['total_gpus']} GPUs on {c['nodes']} node(s), {_money(c['usd_per_hour'])}/hour, "
-             f"{_money(c['usd_per_million_output_tokens'], 3)} per 1M output tokens, "
-             f"{_money(c['usd_per_million_input_tokens'], 3)} per 1M input tokens; p99 TTFT {_ms(c['ttft_p99_s'])}, "
-             f"TPOT {_ms(c['tpot_s'])}; meets the SLO: {'yes' if c['meets_slo'] else 'no'}.")
-        para(doc["vllm_serve"], 8, font="Courier", h=4)
+        _pdf_para(pdf, f"{c['message']} - {c['total_gpus']} GPUs on {c['nodes']} node(s), "
+                       f"{_money(c['usd_per_hour'])}/hour, "
+                       f"{_money(c['usd_per_million_output_tokens'], 3)} per 1M output tokens, "
+                       f"{_money(c['usd_per_million_input_tokens'], 3)} per 1M input tokens; "
+                       f"p99 TTFT {_ms(c['ttft_p99_s'])}, "
+                       f"TPOT {_ms(c['tpot_s'])}; meets the SLO: {'yes' if c['meets_slo'] else 'no'}.")
+        _pdf_para(pdf, doc["vllm_serve"], 8, font="Courier", h=4)
     else:
-        para(c["message"] if c else "no layout fits")
-    if doc["math"]:
-        head("The math")
-        for s in doc["math"]:
-            para(s["title"], 9, "B")
-            para(s["formula"], 8, font="Courier", h=4)
-            para(s["substituted"], 8, font="Courier", h=4)
-            para("Source: " + "; ".join(s["sources"]), 7)
-    head("Ranked layouts")
+        _pdf_para(pdf, c["message"] if c else "no layout fits")
+
+
+def _pdf_math(pdf: FPDF, doc: dict) -> None:
+    """The sizing chain, step by step (nothing when no layout fits)."""
+    if not doc["math"]:
+        return
+    _pdf_head(pdf, "The math")
+    for s in doc["math"]:
+        _pdf_para(pdf, s["title"], 9, "B")
+        _pdf_para(pdf, s["formula"], 8, font="Courier", h=4)
+        _pdf_para(pdf, s["substituted"], 8, font="Courier", h=4)
+        _pdf_para(pdf, "Source: " + "; ".join(s["sources"]), 7)
+
+
+def _pdf_ranked(pdf: FPDF, doc: dict) -> None:
+    """The ranked layouts as a bordered table."""
+    _pdf_head(pdf, "Ranked layouts")
     widths = (7, 22, 20, 15, 12, 12, 19, 17, 20, 20, 10)
     pdf.set_font("Helvetica", "B", 7)
     for wd, h in zip(widths, _HEAD, strict=True):
@@ -241,12 +242,34 @@ def quote_pdf(doc: dict) -> bytes:
         for wd, x in zip(widths, r, strict=True):
             pdf.cell(wd, 5, pdf_text(x)[:24], border=1)
         pdf.ln()
-    head("Assumptions")
+
+
+def quote_pdf(doc: dict) -> bytes:
+    """The quote as a PDF (fpdf2, core Helvetica/Courier fonts; no external assets)."""
+    from fpdf import FPDF  # lazy: keeps start-up fast
+    pdf = FPDF(format="A4")
+    pdf.set_auto_page_break(True, margin=15)
+    pdf.add_page()
+    pdf.set_title(pdf_text(f"LLM serving quote - {doc['inputs']['model']}"))
+    _pdf_para(pdf, f"LLM serving quote: {doc['inputs']['model']}", 16, "B", h=9)
+    meta = f"Date {doc['date']} - format {doc['schema_version']}"
+    meta += f" - for {doc['customer']}" if doc["customer"] else ""
+    meta += f" - prepared by {doc['prepared_by']}" if doc["prepared_by"] else ""
+    _pdf_para(pdf, meta, 8)
+    if doc["notes"]:
+        _pdf_para(pdf, doc["notes"])
+    _pdf_head(pdf, "Inputs")
+    for k, v in doc["inputs"].items():
+        _pdf_para(pdf, f"{k}: {v}")
+    _pdf_chosen(pdf, doc)
+    _pdf_math(pdf, doc)
+    _pdf_ranked(pdf, doc)
+    _pdf_head(pdf, "Assumptions")
     for a in doc["assumptions"]:
-        para("- " + a, 8)
-    head("Sources of the constants")
+        _pdf_para(pdf, "- " + a, 8)
+    _pdf_head(pdf, "Sources of the constants")
     for s in doc["sources"]:
-        para("- " + s, 7, h=3.6)
-    head("Permalink")
-    para(doc["permalink"] or "(none)", 7, font="Courier", h=3.6)
+        _pdf_para(pdf, "- " + s, 7, h=3.6)
+    _pdf_head(pdf, "Permalink")
+    _pdf_para(pdf, doc["permalink"] or "(none)", 7, font="Courier", h=3.6)
     return bytes(pdf.output())

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from calculators.planning.queueing import md1_mean_wait_s, mm1_mean_wait_s, mmc_wait
+from calculators.planning.queueing import QueueWait, md1_mean_wait_s, mm1_mean_wait_s, mmc_wait
 from calculators.sim.results import SimulationResult
 
 
@@ -140,7 +140,7 @@ class ClosedForms:
     figures: dict
     md1_wait_s: float | None
     mm1_wait_s: float | None
-    erlang_c: object | None  # calculators.planning.queueing.QueueWait
+    erlang_c: QueueWait | None
     servers: int
 
 

@@ -6,10 +6,11 @@ hold SI values (bytes, bytes/s, FLOP/s) and are built once on load by :mod:`calc
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from calculators.errors import InvalidInputError
 from calculators.units import GB, TFLOP, GiB
 
 LayerType = Literal["full_attention", "sliding_attention", "chunked_attention"]
@@ -78,6 +79,15 @@ class GPUSpec(_Frozen):
         return cls(**row)
 
 
+class MLADims(NamedTuple):
+    """The dimensions of multi-head latent attention (DeepSeek), all present on an MLA model."""
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+
+
 class ModelSpec(_Frozen):
     """The architecture numbers that decide memory and FLOP, named as in Hugging Face configs."""
 
@@ -140,6 +150,15 @@ class ModelSpec(_Frozen):
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank is not None
+
+    @property
+    def mla_dims(self) -> MLADims:
+        """The MLA dimensions; InvalidInputError unless ``kv_lora_rank`` and the head dims are all set."""
+        k, r, n, v = self.kv_lora_rank, self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim
+        if k is None or r is None or n is None or v is None:
+            raise InvalidInputError("kv_lora_rank", k,
+                                    f"an MLA model with qk_rope_head_dim, qk_nope_head_dim and v_head_dim ({self.id})")
+        return MLADims(k, r, n, v)
 
     @property
     def is_moe(self) -> bool:

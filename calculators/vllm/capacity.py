@@ -254,10 +254,14 @@ def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_by
     ``flags`` are :func:`resolve_settings`'s (vLLM's names). Give ``gpu`` (catalog entry) or
     ``gpu_memory_bytes`` (total memory as the framework reports it).
     """
-    if gpu is None and gpu_memory_bytes is None:
+    if gpu_memory_bytes is not None:
+        given = gpu_memory_bytes
+    elif gpu is not None:
+        given = gpu.memory_bytes
+    else:
         raise InvalidInputError("gpu", None, "a GPU name, or the GPU's memory in GiB")
     try:
-        total = float(gpu_memory_bytes if gpu_memory_bytes is not None else gpu.memory_bytes)
+        total = float(given)
     except (TypeError, ValueError):
         raise InvalidInputError("gpu_memory_gib", gpu_memory_bytes, "one positive number") from None
     if not (total > 0 and math.isfinite(total)):

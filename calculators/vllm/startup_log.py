@@ -134,12 +134,55 @@ def _fingerprint(found: set[str], has_combined_line: bool) -> tuple[str | None, 
     return None, "unknown", None
 
 
-def parse_vllm_log(text: str) -> VllmLog:
-    """Read the start-up numbers and settings from a vLLM log (raises InvalidInputError("log", ...))."""
+def _check_log_text(text: str) -> None:
     if not isinstance(text, str) or not text.strip():
         raise InvalidInputError("log", text, "the text vLLM printed at start-up (paste it here)")
     if len(text) > MAX_LOG_CHARS:
         raise InvalidInputError("log", f"{len(text)} characters", f"at most {MAX_LOG_CHARS:,} characters")
+
+
+def _take_settings(name: str, m: re.Match, settings: dict) -> None:
+    """Settings from a "with config:" line (the first value of a key wins) or a "non-default args" line."""
+    if name == "config":
+        settings.update({k: x for k, x in _config_settings(m.group(1)).items() if k not in settings})
+    if name == "non_default":
+        settings.update(_args_settings(m.group(1)))
+
+
+def _scan_line(line: str, v: dict, found: set[str]) -> tuple[bool, str | None]:
+    """Take every line format found on ``line`` into ``v`` and ``found``.
+
+    Returns whether the line gave a number, and the version it prints (``None`` if none)."""
+    hit, printed = False, None
+    for name, pat in _PATTERNS.items():
+        m = pat.search(line)
+        if not m:
+            continue
+        if name == "blocks_v1" and _PATTERNS["blocks_v0"].search(line):
+            continue
+        try:
+            _take(name, m, v)
+        except ValueError:  # a negative count or a number too large: not a line vLLM prints
+            continue
+        found.add(name)
+        hit = hit or name not in ("version", "non_default", "config")
+        if name == "version":
+            printed = m.group(1)
+        _take_settings(name, m, v["settings"])
+    return hit, printed
+
+
+def _printed_version(version: str, versions: dict[str, None], engine: str | None) -> tuple[str, str]:
+    """(range in words, engine) when the log prints its version; ``versions`` are all it prints, in order."""
+    span = f"{version} (printed in the log)"
+    if len(versions) > 1:
+        span = f"{version} (the log prints several versions: {', '.join(versions)}; the first is used)"
+    return span, engine or ("V1" if tuple(map(int, version.split(".")[:2])) >= (0, 8) else "V0")
+
+
+def parse_vllm_log(text: str) -> VllmLog:
+    """Read the start-up numbers and settings from a vLLM log (raises InvalidInputError("log", ...))."""
+    _check_log_text(text)
     v: dict = {"available": [], "tokens": [], "concurrency": [], "settings": {}}
     found: set[str] = set()
     combined = False
@@ -147,27 +190,10 @@ def parse_vllm_log(text: str) -> VllmLog:
     version = None
     versions: dict[str, None] = {}  # every version printed, in order
     for line in text.splitlines():
-        hit = False
-        for name, pat in _PATTERNS.items():
-            m = pat.search(line)
-            if not m:
-                continue
-            if name == "blocks_v1" and _PATTERNS["blocks_v0"].search(line):
-                continue
-            try:
-                _take(name, m, v)
-            except ValueError:  # a negative count or a number too large: not a line vLLM prints
-                continue
-            found.add(name)
-            hit = hit or name not in ("version", "non_default", "config")
-            if name == "version":
-                version = version or m.group(1)
-                versions.setdefault(m.group(1))
-            if name == "config":
-                v["settings"].update({k: x for k, x in _config_settings(m.group(1)).items()
-                                      if k not in v["settings"]})
-            if name == "non_default":
-                v["settings"].update(_args_settings(m.group(1)))
+        hit, printed = _scan_line(line, v, found)
+        if printed is not None:
+            version = version or printed
+            versions.setdefault(printed)
         if "GPU KV cache size" in line and "Maximum concurrency" in line:
             combined = True
         recognised += hit
@@ -176,10 +202,7 @@ def parse_vllm_log(text: str) -> VllmLog:
                                 "cache memory: 32.06 GiB' or 'GPU KV cache size: 420,208 tokens'")
     rep, span, engine = _fingerprint(found, combined)
     if version is not None:
-        span = f"{version} (printed in the log)"
-        if len(versions) > 1:
-            span = f"{version} (the log prints several versions: {', '.join(versions)}; the first is used)"
-        engine = engine or ("V1" if tuple(map(int, version.split(".")[:2])) >= (0, 8) else "V0")
+        span, engine = _printed_version(version, versions, engine)
     return VllmLog(
         version=version or rep, version_range=span, engine=engine, settings=v["settings"],
         weights_gib=v.get("weights"), available_kv_cache_gib=tuple(v["available"]),
