@@ -29,3 +29,13 @@ def test_safe_loaders_only():
     for folder in ("calculators", "app", "scripts"):
         for path in (ROOT / folder).rglob("*.py"):
             assert not UNSAFE.search(path.read_text()), path
+
+
+SESSION_KEY_LITERAL = re.compile(r"session_state(\[|\.get\(|\.setdefault\(|\.pop\()\s*f?[\"']_")
+
+
+def test_session_state_keys_live_in_one_module():
+    """The app's own (non-widget) session-state keys are names from app/ui/keys.py, not string literals."""
+    for path in (ROOT / "app").rglob("*.py"):
+        if path.name != "keys.py":
+            assert not SESSION_KEY_LITERAL.search(path.read_text()), path

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from app.ui import state
+from app.ui import keys, state
 from calculators.errors import InvalidInputError
 from calculators.scenario import (
     DTYPE_CHOICES,
@@ -56,7 +56,7 @@ def _read_calibration(param: str, messages: list[str]) -> None:
     from calculators.perf.calibration import Calibration
     try:
         Calibration.efficiencies_from_param(param)
-        st.session_state["_calibration_param"] = param
+        st.session_state[keys.CALIBRATION_PARAM] = param
     except InvalidInputError as exc:
         messages.append(f"cal ignored: {exc.allowed}")
 
@@ -75,7 +75,7 @@ def _resolve_ids(params: dict, messages: list[str]) -> None:
             messages.append(f"{key}={raw!r} ignored: {exc.allowed}; using the default")
             continue
         if key == "model" and spec.id != raw and raw not in state.custom_models():
-            ss.setdefault("_model_aliases", []).append(raw)  # keep the name the user gave, like the CLI
+            ss.setdefault(keys.MODEL_ALIASES, []).append(raw)  # keep the name the user gave, like the CLI
         elif spec.id != raw and spec.id in options():
             ss[key] = spec.id
 
@@ -83,7 +83,7 @@ def _resolve_ids(params: dict, messages: list[str]) -> None:
 def _first_run() -> None:
     """Read the URL once per session: messages, aliases, custom specs."""
     ss = st.session_state
-    if "_url_messages" in ss:
+    if keys.URL_MESSAGES in ss:
         return
     params = st.query_params.to_dict()
     messages: list[str] = []
@@ -93,7 +93,7 @@ def _first_run() -> None:
     if scenario.calibration:
         _read_calibration(scenario.calibration, messages)
     _resolve_ids(params, messages)
-    ss["_url_messages"] = messages
+    ss[keys.URL_MESSAGES] = messages
 
 
 def sidebar() -> tuple[Scenario, dict]:
@@ -160,7 +160,7 @@ def sidebar() -> tuple[Scenario, dict]:
                                            key="ttft_ms", help="0 = no target", **BIND)
         v["tpot_p99_ms"] = c8.number_input("p99 TPOT target [ms]", 0.0, 1e7, 50.0, 5.0, format="%g",
                                            key="tpot_ms", help="0 = no target", **BIND)
-    v["calibration"] = st.session_state.get("_calibration_param")
+    v["calibration"] = st.session_state.get(keys.CALIBRATION_PARAM)
     for k in ("max_model_len", "max_num_batched_tokens", "max_num_seqs", "block_size", "kv_cache_memory_gib",
               "mean_len", "p95_len", "ttft_p99_ms", "tpot_p99_ms"):
         v[k] = v[k] or None
@@ -169,7 +169,7 @@ def sidebar() -> tuple[Scenario, dict]:
     except Exception as exc:  # widget limits make this unreachable; never show a traceback
         sb.error(f"invalid input: {exc}")
         scenario = Scenario()
-    for msg in st.session_state.get("_url_messages", []):
+    for msg in st.session_state.get(keys.URL_MESSAGES, []):
         sb.warning(f"Link: {msg}")
     return scenario, ph
 

@@ -30,3 +30,6 @@ SIM_TRACE_PARSED = "_sim_trace_parsed"
 SIM_UPLOAD_N = "_sim_upload_n"            # bumped to give a fresh, empty uploader
 SIM_SEED_RESULT = "sim_seed_result"       # continuous vs static
 SIM_SWEEP_RESULT = "sim_sweep_result"
+
+# per-session memos of heavy results (app.ui.memo): one key per memo name
+MEMO_PREFIX = "_memo_"

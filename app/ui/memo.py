@@ -18,6 +18,7 @@ from typing import Any
 import streamlit as st
 from pydantic import BaseModel
 
+from app.ui import keys
 from calculators.perf.roofline import Efficiencies
 from calculators.scenario import Scenario
 from calculators.specs.catalog import load_gpus, load_models
@@ -136,7 +137,7 @@ def memoised(name: str, key: Any, compute: Callable[[], Any]) -> Any:
 
 
 def _session_memo(name: str, key: Any, compute: Callable[[], Any]) -> Any:
-    memo: list = st.session_state.setdefault(f"_memo_{name}", [])
+    memo: list = st.session_state.setdefault(keys.MEMO_PREFIX + name, [])
     for k, v in memo:
         if k == key:
             return v

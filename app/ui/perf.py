@@ -1,7 +1,7 @@
 """The performance model every timed page uses: the roofline, or the roofline calibrated on a
 measured profile when the session has chosen one ("use this calibration" on Measured profiles).
 
-Contract: ``st.session_state["calibration"]`` holds a :class:`calculators.perf.calibration.Calibration`
+Contract: ``st.session_state[keys.CALIBRATION]`` holds a :class:`calculators.perf.calibration.Calibration`
 (or nothing); ``st.session_state[keys.CALIBRATION_PARAM]`` its compact form, which the permalink
 carries as ``cal=`` and the entry point restores.
 """

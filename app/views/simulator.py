@@ -70,7 +70,7 @@ def _forget_trace() -> None:
 def _trace_input():
     """The uploaded trace (kept in session state) as a Workload, or None (an error is shown)."""
     up = st.file_uploader("Trace CSV (arrival_time_s,input_tokens,output_tokens)", type=["csv"],
-                          key=f"sim_upload_{st.session_state.get('_sim_upload_n', 0)}")
+                          key=f"sim_upload_{st.session_state.get(keys.SIM_UPLOAD_N, 0)}")
     if up is not None:
         data = up.getvalue()
         stored = st.session_state.get(keys.SIM_TRACE)
