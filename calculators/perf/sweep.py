@@ -53,17 +53,23 @@ def decode_sweep(models: list[ModelSpec], gpus: list[GPUSpec], tensor_parallel_s
     t = decode_terms(_expand(c), e, b, ctx, 1)
     step = t["step_s"]
     shape = step.shape
-    cfg = np.arange(len(labels))[:, None, None]
-    idx = np.broadcast_to(cfg, shape).ravel()
-    lab = np.array(labels, dtype=object)
+    per_cfg = shape[1] * shape[2]  # rows per configuration, configurations outermost
+    codes = [_codes(np.array([lab[k] for lab in labels], dtype=object), per_cfg) for k in range(3)]
     return pd.DataFrame({
-        "model": lab[idx, 0], "gpu": lab[idx, 1], "quantization": lab[idx, 2],
-        "tensor_parallel_size": lab[idx, 3].astype(int),
+        "model": codes[0], "gpu": codes[1], "quantization": codes[2],
+        "tensor_parallel_size": np.repeat(np.array([lab[3] for lab in labels], dtype=np.int64), per_cfg),
         "batch_size": np.broadcast_to(b, shape).ravel(), "context_tokens": np.broadcast_to(ctx, shape).ravel(),
         "decode_step_s": step.ravel(), "output_tokens_per_s": (b / step).ravel(),
         "output_tokens_per_s_per_gpu": (b / step / c.tp[:, None, None] / np.asarray(c.pp)[:, None, None]).ravel(),
-        "bound": np.where(t["memory_bound"], "memory", "compute").ravel(),
+        "bound": pd.Categorical.from_codes(np.broadcast_to(t["memory_bound"], shape).ravel().astype(np.int8) ^ 1,
+                                           categories=["memory", "compute"]),
     })
+
+
+def _codes(values: np.ndarray, repeat: int) -> pd.Categorical:
+    """One label per configuration, repeated for its rows, as a categorical (no Python string per row)."""
+    categories, codes = np.unique(values, return_inverse=True)
+    return pd.Categorical.from_codes(np.repeat(codes, repeat), categories=categories)
 
 
 def _expand(c: Coefficients) -> Coefficients:

@@ -24,7 +24,8 @@ from calculators.errors import InvalidInputError
 from calculators.validation import fraction, positive, positive_int
 
 MAX_SERVERS = 100_000  # the Erlang-B recurrence runs max(servers) vectorised steps
-BISECTION_STEPS = 60  # halves the bracket (0, c·μ) to 2^-60 of its width: below float64 precision
+GRID_POINTS = 64  # one broadcast over (0, c·μ) in 64 steps brackets the root ...
+BISECTION_STEPS = 40  # ... then halvings narrow it to 2^-46 of (0, c·μ): 1e-14, at float64 precision
 _LOG_SPACE_CELLS = 2**20  # Erlang B sums in one array up to this many (configuration, k) cells, else recurs
 
 
@@ -390,8 +391,9 @@ def max_arrival_rate_for_wait(service_time_s: ArrayLike, servers: ArrayLike, *, 
     Returns
     -------
     numpy.ndarray
-        ``λ*`` in ``[0, c/S)`` with ``W(λ*) ≤ target``, found by vectorised bisection on
-        ``(0, cμ)`` over all configurations at once (``BISECTION_STEPS`` halvings); the waits of
+        ``λ*`` in ``[0, c/S)`` with ``W(λ*) ≤ target``, over all configurations at once: a grid of
+        ``GRID_POINTS`` rates on ``(0, cμ)`` in one broadcast brackets it, ``BISECTION_STEPS`` halvings
+        narrow the bracket to ``2⁻⁴⁶·cμ``; the waits of
         :func:`mmc_wait` (Kleinrock 1975, §3.5; Gross & Harris 1998, §2.3) grow with ``λ``.
         The result errs on the safe side (never above the exact root).
     """
@@ -400,11 +402,19 @@ def max_arrival_rate_for_wait(service_time_s: ArrayLike, servers: ArrayLike, *, 
     target = _nonnegative("target_wait_s", target_wait_s)
     p = None if quantile is None else _quantile(quantile)
     shape = np.broadcast_shapes(s.shape, c.shape, target.shape, () if p is None else p.shape)
-    lo, hi = np.zeros(shape), np.broadcast_to(c / s, shape)
+    top = np.broadcast_to(c / s, shape)
+
+    def ok(rate: np.ndarray, grid: bool = False) -> np.ndarray:
+        x = (lambda v: np.asarray(v)[..., None]) if grid else np.asarray
+        _, _, prob, scale_s = _mmc_core(rate, x(s), x(c))
+        wait_s = prob * scale_s if p is None else _wait_quantile(prob, scale_s, x(p))
+        return wait_s <= x(target)
+
+    # the waits grow with λ, so the points that meet the target are a prefix of the grid
+    below = ok(top[..., None] * (np.arange(1, GRID_POINTS) / GRID_POINTS), grid=True).sum(axis=-1)
+    lo, hi = top * below / GRID_POINTS, top * (below + 1) / GRID_POINTS
     for _ in range(BISECTION_STEPS):
         mid = (lo + hi) / 2
-        _, _, prob, scale_s = _mmc_core(mid, s, c)
-        wait_s = prob * scale_s if p is None else _wait_quantile(prob, scale_s, p)
-        ok = wait_s <= target
-        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+        good = ok(mid)
+        lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
     return lo
