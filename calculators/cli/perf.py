@@ -8,17 +8,23 @@ from calculators.cli.flags import add_perf, roofline
 from calculators.report.perf import knee_document, perf_document
 from calculators.validation import positive_int
 
+LOADS = {"static_batch": "static batch of {batch_size}", "concurrency": "{concurrency:g} requests in flight",
+         "request_rate": "{request_rate:g} requests/s (mean {concurrency:.1f} in flight)"}
+
 
 def cmd_perf(a: argparse.Namespace) -> int:
-    doc = perf_document(roofline(a), batch_size=int(positive_int("batch_size", a.batch_size, scalar=True)),
-                        input_len=a.input_len, output_len=a.output_len)
+    batch = None if a.batch_size is None else int(positive_int("batch_size", a.batch_size, scalar=True))
+    doc = perf_document(roofline(a), batch_size=batch, concurrency=a.concurrency, request_rate=a.request_rate,
+                        max_num_seqs=a.max_num_seqs, input_len=a.input_len, output_len=a.output_len)
     if a.json:
         print(json.dumps(doc, indent=2))
         return 0
-    print(f"{doc['model']} on {doc['gpu']} × {doc['tensor_parallel_size']} ({doc['compute_dtype']}), batch "
-          f"{doc['batch_size']}, {doc['input_len']} in / {doc['output_len']} out")
-    print(f"  TTFT {doc['ttft_s'] * 1e3:.1f} ms   TPOT {doc['tpot_s'] * 1e3:.2f} ms   end-to-end "
-          f"{doc['e2e_latency_s']:.2f} s")
+    print(f"{doc['model']} on {doc['gpu']} × {doc['tensor_parallel_size']} ({doc['compute_dtype']}), "
+          f"{LOADS[doc['load_mode']].format(**doc)}, {doc['input_len']} in / {doc['output_len']} out")
+    if doc["overloaded"]:
+        print("  OVERLOADED: more requests arrive than max_num_seqs in flight can serve; the queue grows")
+    ttft = "—" if doc["ttft_s"] is None else f"{doc['ttft_s'] * 1e3:.1f} ms"
+    print(f"  TTFT {ttft}   TPOT {doc['tpot_s'] * 1e3:.2f} ms   end-to-end {doc['e2e_latency_s']:.2f} s")
     print(f"  {doc['output_tokens_per_s']:,.0f} output tokens/s per replica, {doc['output_tokens_per_s_per_gpu']:,.0f}"
           f" per GPU, {doc['tokens_per_s_per_user']:.1f} per user")
     print(f"  decode step: compute {doc['decode_compute_s'] * 1e3:.2f} ms, memory {doc['decode_memory_s'] * 1e3:.2f}"
@@ -48,9 +54,13 @@ def cmd_knee(a: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     """Add ``perf`` and ``knee`` to the main parser's sub-parsers."""
-    pf = sub.add_parser("perf", help="roofline step time, latency and throughput at one batch size")
+    pf = sub.add_parser("perf", help="step time, latency and throughput under one load")
     add_perf(pf)
-    pf.add_argument("--batch-size", type=int, required=True)
+    load = pf.add_mutually_exclusive_group(required=True)
+    load.add_argument("--batch-size", type=int, help="a static batch of this many prompts started together")
+    load.add_argument("--concurrency", type=float, help="this many requests in flight (closed loop)")
+    load.add_argument("--request-rate", type=float, help="Poisson arrivals per second (open loop)")
+    pf.add_argument("--max-num-seqs", type=int, default=256, help="open loop: most requests in flight")
     pf.set_defaults(func=cmd_perf)
     kn = sub.add_parser("knee", help="the knee of the throughput curve and the SLO batch")
     add_perf(kn)

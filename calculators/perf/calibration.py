@@ -21,7 +21,8 @@ from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
 from calculators.perf.model import StepTimeMixin
-from calculators.perf.roofline import Efficiencies, Roofline, decode_terms, prefill_terms
+from calculators.perf.roofline import Efficiencies, Roofline
+from calculators.perf.serving import closed_loop_tpot_s
 from calculators.validation import positive
 
 if TYPE_CHECKING:  # pandas is imported where a frame is built (it costs ~0.4 s at app start-up)
@@ -97,12 +98,10 @@ def _check_points(points: pd.DataFrame) -> pd.DataFrame:
 
 
 def predicted_tpot_s(r: Roofline, points: pd.DataFrame, e: Efficiencies) -> np.ndarray:
-    """TPOT the roofline predicts for each load point, with prefill interleaved [s]."""
-    c = r.coefficients
+    """TPOT the roofline with efficiencies ``e`` predicts for each load point under load [s]: the steady-state
+    step of :func:`calculators.perf.serving.closed_loop_tpot_s` (prefill of arriving prompts mixed in)."""
     b, i, o = (points[k].to_numpy(dtype=float) for k in ("batch_size", "input_len", "output_len"))
-    step = decode_terms(c, e, b, i + o / 2, r._micro_batches())["step_s"]
-    prefill = prefill_terms(c, e, i, b, r.max_num_batched_tokens)["time_s"]
-    return step + prefill / o
+    return closed_loop_tpot_s(replace(r, efficiencies=e), b, i, o)
 
 
 def fit_efficiencies(groups: list[tuple[Roofline, pd.DataFrame]]) -> tuple[Efficiencies, np.ndarray]:
@@ -203,6 +202,11 @@ class Measured(StepTimeMixin):
         self._within("batch_size", b, self.batch_size.min(), self.batch_size.max())
         self._within("context_tokens", ctx, self.context_tokens, self.context_tokens)
         return np.interp(np.log(b), np.log(self.batch_size), self.tpot_s)
+
+    def mixed_step_time_s(self, batch_size: ArrayLike, context_tokens: ArrayLike, prefill_tokens: ArrayLike,
+                          prompt_tokens: ArrayLike) -> np.ndarray:
+        """The measured TPOT at this concurrency: it was measured under load, prefill mixing included."""
+        return self.decode_step_time_s(batch_size, context_tokens)
 
     def prefill_time_s(self, prompt_tokens: ArrayLike, num_prompts: ArrayLike = 1) -> np.ndarray:
         p = np.asarray(positive("prompt_tokens", prompt_tokens), dtype=float)

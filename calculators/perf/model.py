@@ -24,6 +24,9 @@ class PerformanceModel(Protocol):
 
     def prefill_time_s(self, prompt_tokens: ArrayLike, num_prompts: ArrayLike = 1) -> np.ndarray: ...
 
+    def mixed_step_time_s(self, batch_size: ArrayLike, context_tokens: ArrayLike, prefill_tokens: ArrayLike,
+                          prompt_tokens: ArrayLike) -> np.ndarray: ...
+
     def step_time_s(self, batch: ArrayLike, context_tokens: ArrayLike, phase: str = "decode") -> np.ndarray: ...
 
 
@@ -36,7 +39,16 @@ class _PhaseMethods(Protocol):
 
 
 class StepTimeMixin:
-    """``step_time_s`` for any model that has the two phase methods (one mechanism, not one per model)."""
+    """``step_time_s`` and ``mixed_step_time_s`` for any model that has the two phase methods (one mechanism,
+    not one per model). A model that can fuse the phases (the roofline) overrides ``mixed_step_time_s``."""
+
+    def mixed_step_time_s(self: _PhaseMethods, batch_size: ArrayLike, context_tokens: ArrayLike,
+                          prefill_tokens: ArrayLike, prompt_tokens: ArrayLike) -> np.ndarray:
+        """A decode step of ``batch_size`` (0: none) plus the prefill of ``prefill_tokens`` prompt tokens, run one
+        after the other [s]."""
+        b, p = np.asarray(batch_size, dtype=np.float64), np.asarray(prefill_tokens, dtype=np.float64)
+        decode = np.where(b > 0, self.decode_step_time_s(np.maximum(b, 1.0), context_tokens), 0.0)
+        return decode + np.where(p > 0, self.prefill_time_s(np.maximum(p, 1.0), 1), 0.0)
 
     def step_time_s(self: _PhaseMethods, batch: ArrayLike, context_tokens: ArrayLike,
                     phase: str = "decode") -> np.ndarray:

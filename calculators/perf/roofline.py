@@ -141,6 +141,17 @@ class Roofline(StepTimeMixin):
         """Time of one decode step of the whole batch [s]."""
         return self.decode_breakdown(batch_size, context_tokens)["step_s"]
 
+    def mixed_step_time_s(self, batch_size: ArrayLike, context_tokens: ArrayLike, prefill_tokens: ArrayLike,
+                          prompt_tokens: ArrayLike) -> np.ndarray:
+        """One step of ``batch_size`` decodes (0: a prefill-only step) fused with ``prefill_tokens`` prompt tokens
+        [s] (:func:`mixed_terms`)."""
+        b = np.asarray(batch_size, dtype=np.float64)
+        if not np.all(np.isfinite(b) & (b >= 0)):
+            raise InvalidInputError("batch_size", b.tolist(), "a number of sequences ≥ 0")
+        ctx = positive("context_tokens", context_tokens)
+        return mixed_terms(self.coefficients, self.efficiencies, b, ctx, prefill_tokens, prompt_tokens,
+                           self._micro_batches())["step_s"]
+
     def prefill_time_s(self, prompt_tokens: ArrayLike, num_prompts: ArrayLike = 1) -> np.ndarray:
         """Time to prefill ``num_prompts`` prompts of ``prompt_tokens`` each [s], in chunks of
         ``max_num_batched_tokens``, with the causal attention term ``∝ P²/2``."""
@@ -220,6 +231,35 @@ def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayL
             "overhead_s": np.full_like(step, e.step_overhead_s), "step_s": step, "flop": flop, "bytes": mem_bytes,
             "bubble_fraction": (c.pp - 1) / stages + 0 * step,
             "memory_bound": memory_s >= compute_s}
+
+
+def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLike, prefill_tokens: ArrayLike,
+                prompt_tokens: ArrayLike, micro_batches: int) -> dict[str, np.ndarray]:
+    """One chunked-prefill step of vLLM V1: ``batch`` decodes at ``ctx`` fused with ``prefill_tokens`` tokens of
+    prompts of ``prompt_tokens`` [s].
+
+    The weights are read once for all ``B + P`` tokens; the prompt tokens add their linear FLOP, attention to
+    half their prompt on average (``∝ P · I/2``), the KV they write and the prefix KV they read. With
+    ``P = 0`` this is :func:`decode_terms` exactly (docs/performance-model.md §2).
+    """
+    b = np.asarray(batch, dtype=np.float64) / micro_batches
+    p = np.asarray(prefill_tokens, dtype=np.float64) / micro_batches
+    ctx = np.asarray(ctx, dtype=np.float64)
+    half = np.asarray(prompt_tokens, dtype=np.float64) / 2
+    win, half_win = np.minimum(ctx, c.window_tokens), np.minimum(half, c.window_tokens)
+    touched = 1 - (1 - c.expert_hit_fraction) ** (b + p)
+    kv = c.kv_full_bytes_per_token * (b * ctx + p * (half + 1)) + c.kv_window_bytes_per_token * (
+        b * win + p * (half_win + 1))
+    mem_bytes = c.dense_weight_bytes + c.expert_weight_bytes * touched + kv
+    flop = (b + p) * c.linear_flop_per_token + c.attn_full_flop_per_token_ctx * (b * ctx + p * half) + (
+        c.attn_window_flop_per_token_ctx * (b * win + p * half_win))
+    compute_s = flop / (c.peak_flop_per_s * e.compute)
+    memory_s = mem_bytes / (c.bandwidth_bytes_per_s * e.memory)
+    stages = micro_batches + c.pp - 1
+    handoff = (c.pp - 1) * ((b + p) * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
+                            + PP_HANDOFF_LATENCY_S)
+    step = stages * (np.maximum(compute_s, memory_s) + _allreduce_s(c, e, b + p)) + handoff + e.step_overhead_s
+    return {"compute_s": compute_s, "memory_s": memory_s, "step_s": step, "memory_bound": memory_s >= compute_s}
 
 
 def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: ArrayLike,

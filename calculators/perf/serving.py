@@ -1,13 +1,21 @@
-"""Serving metrics of one replica at a batch size, from any performance model.
+"""Serving metrics of one replica under three kinds of load, from any performance model.
 
-For ``B`` concurrent requests of ``I`` input and ``O`` output tokens (continuous batching, steady
-state): TPOT = decode step at the mean context ``I + O/2``; TTFT (no queue) = prefill of one prompt;
-end-to-end = TTFT + (O − 1)·TPOT. In the time ``B`` requests take to finish, the replica runs
-``O`` decode steps and prefills ``B`` prompts (batched, at the token budget), so
+For requests of ``I`` input and ``O`` output tokens (docs/performance-model.md §2):
 
-    output tokens/s = B·O / (O·TPOT + prefill(B prompts))
-
-which is what a throughput benchmark at concurrency ``B`` measures.
+- **static batch** of ``B`` prompts that start together (``llmcap perf --batch-size``): the batch is
+  prefilled, then decoded; TTFT = prefill of all ``B`` prompts (the last request's first token),
+  TPOT = decode step at the mean context ``I + O/2``, end-to-end = TTFT + (O − 1)·TPOT, and
+  output tokens/s = B·O / end-to-end.
+- **closed loop** of ``N`` concurrent requests (continuous batching, steady state; ``--concurrency``,
+  what a benchmark at concurrency ``N`` measures): a request lives ``O`` steps, so ``N·I/O`` prompt
+  tokens of arriving requests join every decode step (chunked prefill, vLLM V1), up to the token budget
+  ``max_num_batched_tokens − N``; what does not fit runs as prefill-only steps. TPOT = that cycle ÷ O.
+  TTFT = the rest of the step in flight when the other ``N − 1`` keep the replica busy (TPOT/2), then
+  the arriving prompt's chunks, each a step fused with the others' decodes.
+- **open loop** at ``λ`` requests/s (Poisson; ``--request-rate``): the same at the mean concurrency
+  ``N = λ·end-to-end(N)`` (Little's law), found by bisection; an arrival finds the replica busy with
+  probability ``1 − e^(−N)`` and ``N`` others decoding. Above the largest rate ``max_num_seqs`` in flight
+  can serve the replica is overloaded (its queue grows without bound).
 """
 from __future__ import annotations
 
@@ -15,29 +23,100 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from calculators.perf.model import PerformanceModel
-from calculators.validation import positive
+from calculators.validation import positive, positive_int
+
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # vLLM V1's token budget per step for online serving
+OPEN_LOOP_BISECTION_STEPS = 50
 
 
-def serving_metrics(pm: PerformanceModel, batch_size: ArrayLike, input_len: ArrayLike,
-                    output_len: ArrayLike) -> dict[str, np.ndarray]:
-    """TTFT, TPOT, end-to-end latency [s] and throughputs [tokens/s, requests/s], broadcast."""
-    b = np.asarray(positive("batch_size", batch_size), dtype=np.float64)
-    i = np.asarray(positive("input_len", input_len), dtype=np.float64)
-    o = np.asarray(positive("output_len", output_len), dtype=np.float64)
-    prefill_s = pm.prefill_time_s(i, 1)
-    tpot_s = pm.decode_step_time_s(b, i + o / 2)
-    cycle_s = o * tpot_s + pm.prefill_time_s(i, b)
-    out_tps = b * o / cycle_s
-    shape = np.broadcast_shapes(np.shape(prefill_s), np.shape(cycle_s))
-    out = {
-        "prefill_s": prefill_s,
-        "ttft_s": prefill_s,
-        "tpot_s": tpot_s,
-        "decode_step_s": tpot_s,
-        "e2e_latency_s": prefill_s + (o - 1) * tpot_s,
-        "output_tokens_per_s": out_tps,
-        "output_tokens_per_s_per_gpu": out_tps / pm.num_gpus,
-        "tokens_per_s_per_user": 1 / tpot_s,
-        "requests_per_s": b / cycle_s,
-    }
+def _budget(pm: PerformanceModel) -> float:
+    """The model's token budget per step when it has one (a roofline sized by vLLM's settings), else vLLM's."""
+    return float(getattr(pm, "max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS))
+
+
+def _lengths(input_len: ArrayLike, output_len: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    return (np.asarray(positive("input_len", input_len), dtype=np.float64),
+            np.asarray(positive("output_len", output_len), dtype=np.float64))
+
+
+def closed_loop_tpot_s(pm: PerformanceModel, concurrency: ArrayLike, input_len: ArrayLike,
+                       output_len: ArrayLike) -> np.ndarray:
+    """Time per output token with ``N`` requests in flight, arriving prompts mixed into the steps [s]."""
+    n = np.asarray(positive("concurrency", concurrency), dtype=np.float64)
+    i, o = _lengths(input_len, output_len)
+    need = n * i / o
+    mixed_tokens = np.minimum(need, np.maximum(_budget(pm) - n, 0.0))
+    step = pm.mixed_step_time_s(n, i + o / 2, mixed_tokens, i)
+    rest = (need - mixed_tokens) * o / i  # prompts per cycle that fit no mixed step
+    extra = np.where(rest > 0, pm.prefill_time_s(i, np.maximum(rest, 1e-12)), 0.0)
+    return step + extra / o
+
+
+def _steady(pm: PerformanceModel, n: np.ndarray, i: np.ndarray, o: np.ndarray, *,
+            open_loop: bool) -> dict[str, np.ndarray]:
+    """Latencies at ``n`` requests in flight; an arrival finds ``others`` decoding, the replica busy w.p. ``busy``."""
+    tpot = closed_loop_tpot_s(pm, n, i, o)
+    others = n if open_loop else np.maximum(n - 1, 0.0)
+    busy = -np.expm1(-n) if open_loop else np.clip(n - 1, 0.0, 1.0)
+    room = np.maximum(_budget(pm) - others, 1.0)
+    chunk = np.minimum(i, room)
+    ttft = busy * tpot / 2 + np.ceil(i / room) * pm.mixed_step_time_s(others, i + o / 2, chunk, i)
+    return {"prefill_s": pm.prefill_time_s(i, 1), "ttft_s": ttft, "tpot_s": tpot, "decode_step_s": tpot,
+            "e2e_latency_s": ttft + (o - 1) * tpot}
+
+
+def _with_throughput(pm: PerformanceModel, m: dict[str, np.ndarray], n: np.ndarray,
+                     o: np.ndarray) -> dict[str, np.ndarray]:
+    """Throughputs by Little's law: ``n`` requests every end-to-end latency."""
+    rps = n / m["e2e_latency_s"]
+    out = {**m, "output_tokens_per_s": rps * o, "output_tokens_per_s_per_gpu": rps * o / pm.num_gpus,
+           "tokens_per_s_per_user": 1 / m["tpot_s"], "requests_per_s": rps}
+    shape = np.broadcast_shapes(*(np.shape(v) for v in out.values()))
     return {k: np.broadcast_to(v, shape) for k, v in out.items()}
+
+
+def serving_metrics(pm: PerformanceModel, concurrency: ArrayLike, input_len: ArrayLike,
+                    output_len: ArrayLike) -> dict[str, np.ndarray]:
+    """Closed loop: TTFT, TPOT, end-to-end latency [s] and throughputs [tokens/s, requests/s] at ``N``
+    requests in flight, broadcast."""
+    n = np.asarray(positive("concurrency", concurrency), dtype=np.float64)
+    i, o = _lengths(input_len, output_len)
+    return _with_throughput(pm, _steady(pm, n, i, o, open_loop=False), n, o)
+
+
+def static_batch_metrics(pm: PerformanceModel, batch_size: ArrayLike, input_len: ArrayLike,
+                         output_len: ArrayLike) -> dict[str, np.ndarray]:
+    """A static batch of ``B`` prompts started together: the whole batch's prefill, then its decode [s]."""
+    b = np.asarray(positive("batch_size", batch_size), dtype=np.float64)
+    i, o = _lengths(input_len, output_len)
+    prefill = pm.prefill_time_s(i, b)
+    tpot = pm.decode_step_time_s(b, i + o / 2)
+    m = {"prefill_s": prefill, "ttft_s": prefill, "tpot_s": tpot, "decode_step_s": tpot,
+         "e2e_latency_s": prefill + (o - 1) * tpot}
+    return _with_throughput(pm, m, b, o)
+
+
+def open_loop_metrics(pm: PerformanceModel, request_rate_per_s: ArrayLike, input_len: ArrayLike,
+                      output_len: ArrayLike, *, max_num_seqs: int = 256) -> dict[str, np.ndarray]:
+    """Poisson arrivals at ``λ``: the closed loop at the concurrency Little's law gives, plus ``overloaded``.
+
+    ``N = λ · end-to-end(N)`` is solved by bisection on ``(0, max_num_seqs]``; where even ``max_num_seqs``
+    requests in flight serve fewer than ``λ`` per second the replica is overloaded and the figures are
+    those at ``max_num_seqs`` (waiting time unbounded, reported as ``inf`` TTFT).
+    """
+    lam = np.asarray(positive("request_rate", request_rate_per_s), dtype=np.float64)
+    i, o = _lengths(input_len, output_len)
+    cap = float(positive_int("max_num_seqs", max_num_seqs, scalar=True))
+    shape = np.broadcast_shapes(lam.shape, i.shape, o.shape)
+    lo, hi = np.zeros(shape), np.full(shape, cap)
+    for _ in range(OPEN_LOOP_BISECTION_STEPS):
+        mid = (lo + hi) / 2
+        short = lam * _steady(pm, np.maximum(mid, 1e-9), i, o, open_loop=True)["e2e_latency_s"] > mid
+        lo, hi = np.where(short, mid, lo), np.where(short, hi, mid)
+    n = np.maximum(hi, 1e-9)
+    m = _steady(pm, n, i, o, open_loop=True)
+    overloaded = lam * m["e2e_latency_s"] > n * (1 + 1e-9)
+    m["ttft_s"] = np.where(overloaded, np.inf, m["ttft_s"])
+    out = _with_throughput(pm, m, n, o)
+    return {**out, "concurrency": np.broadcast_to(n, out["ttft_s"].shape),
+            "overloaded": np.broadcast_to(overloaded, out["ttft_s"].shape)}

@@ -230,8 +230,7 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
                  max_num_batched_tokens=cap.settings.max_num_batched_tokens)
     b = batch_candidates(int(limit))
     m = serving_metrics(r, b, w.input_len, w.output_len)
-    cycle = b / m["requests_per_s"]
-    tpot_eff = cycle / w.output_len
+    tpot_eff = m["tpot_s"]  # under load: the prefill of arriving prompts mixed into the steps
     replicas = np.ceil(w.request_rate_per_s / (utilisation_cap * m["requests_per_s"]))
     factor = (1 + _service_cv(w) ** 2) / 2
     if w.ttft_p99_s is not None:
@@ -245,22 +244,21 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     i = int(np.lexsort((b, replicas))[0]) if not ok.any() else int(np.flatnonzero(ok)[np.argmin(replicas[ok])])
     if not ok.any():
         i = int(np.argmin(tpot_eff))
-    _fill(plan, model, layout, w, r, cap, b[i], replicas[i], m, i, cycle[i], factor, usd_per_gpu_hour,
-          vllm_serve_command)
+    _fill(plan, model, layout, w, r, cap, b[i], replicas[i], m, i, factor, usd_per_gpu_hour, vllm_serve_command)
     if not plan.meets_slo:
         plan.message = _shortfall(w, float(tpot_eff.min()), float(m["ttft_s"][0]))
     return plan
 
 
 def _fill(plan: LayoutPlan, model: ModelSpec, layout: Layout, w: Workload, r: Roofline, cap, batch: float,
-          replicas: float, m: dict, i: int, cycle: float, factor: float, price: float | None, serve) -> None:
+          replicas: float, m: dict, i: int, factor: float, price: float | None, serve) -> None:
     from calculators.planning.queueing import batched_server_wait
     replicas = int(replicas) if np.isfinite(replicas) else int(math.ceil(
         w.request_rate_per_s / (UTILISATION_CAP * float(m["requests_per_s"][i]))))
     plan.batch_size, plan.replicas = int(batch), replicas
     plan.total_gpus = replicas * layout.gpus_per_replica
     plan.nodes = _nodes(layout, replicas)
-    plan.ttft_s, plan.tpot_s = float(m["ttft_s"][i]), float(cycle / w.output_len)
+    plan.ttft_s, plan.tpot_s = float(m["ttft_s"][i]), float(m["tpot_s"][i])
     plan.e2e_latency_s = float(m["e2e_latency_s"][i])
     wait = batched_server_wait(w.request_rate_per_s / replicas, plan.e2e_latency_s, int(batch),
                                service_cv=math.sqrt(max(2 * factor - 1, 0)))
@@ -272,7 +270,9 @@ def _fill(plan: LayoutPlan, model: ModelSpec, layout: Layout, w: Workload, r: Ro
     plan.output_tokens_per_s_per_gpu = float(m["output_tokens_per_s_per_gpu"][i])
     plan.tokens_per_s_per_user = 1 / plan.tpot_s
     plan.utilisation = w.request_rate_per_s / (replicas * plan.replica_requests_per_s)
-    plan.prefill_share = float(r.prefill_time_s(w.input_len, batch) / cycle)
+    prompts_s = float(r.prefill_time_s(w.input_len, batch))  # GPU time of a cycle's prompts vs its decode steps
+    plan.prefill_share = prompts_s / (prompts_s + w.output_len * float(r.decode_step_time_s(batch, w.input_len
+                                                                                             + w.output_len / 2)))
     plan.usd_per_gpu_hour, plan.price_source = gpu_price(layout.gpu, price)
     if plan.usd_per_gpu_hour is not None:
         usd_per_s = plan.total_gpus * plan.usd_per_gpu_hour / SECONDS_PER_HOUR

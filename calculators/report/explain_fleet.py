@@ -24,7 +24,7 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
     """The sizing chain of one fitting plan, step by step [units in each formula]."""
     lam, i, o, b = w.request_rate_per_s, w.input_len, w.output_len, plan.batch_size
     r = plan.replica_requests_per_s or math.nan
-    cycle = b / r
+    e2e = plan.e2e_latency_s or math.nan
     g = plan.tensor_parallel_size * plan.pipeline_parallel_size
     tpot_ms = (plan.tpot_s or math.nan) * 1e3
     base = math.ceil(lam / (utilisation_cap * r))
@@ -35,13 +35,13 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
         {"title": "Batch", "formula": "B = the batch (max_num_seqs) with the fewest replicas whose TPOT ≤ target, "
                                       "≤ the KV-cache limit",
          "substituted": f"B = {b} (KV limit {plan.kv_batch_limit:,} requests of {w.longest_len:,} tokens); "
-                        f"TPOT = cycle / O = {tpot_ms:.1f} ms"
+                        f"TPOT = {tpot_ms:.1f} ms (decode steps with the arriving prompts mixed in)"
                         + (f" ≤ {w.tpot_p99_s * 1e3:g} ms" if w.tpot_p99_s else ""),
          "sources": ["KV limit: vLLM start-up accounting (docs/vllm-memory.md)",
                      "step times: roofline (docs/performance-model.md §3)"]},
         {"title": "Replica throughput",
-         "formula": "cycle = O × decode step(B, I + O/2) + prefill(B prompts); r = B / cycle [requests/s]",
-         "substituted": f"cycle = {cycle:.3f} s; r = {b} / {cycle:.3f} s = {r:.3f} requests/s "
+         "formula": "end-to-end = TTFT + (O − 1) × TPOT; r = B / end-to-end [requests/s] (Little's law)",
+         "substituted": f"end-to-end = {e2e:.3f} s; r = {b} / {e2e:.3f} s = {r:.3f} requests/s "
                         f"= {plan.output_tokens_per_s or 0:,.0f} output tokens/s per replica",
          "sources": ["continuous batching in steady state (docs/performance-model.md §2)"]},
         {"title": "Replicas",

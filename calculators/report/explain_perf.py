@@ -59,7 +59,7 @@ def performance_summary(r: Roofline, result: CapacityResult, *, input_len: int, 
     knee["kv_batch_limit"] = limit
     k, slo = knee["knee_batch_size"], knee["slo_batch_size"]
     batch = int(slo if slo is not None and slo < k else k)
-    perf = perf_document(r, batch_size=batch, input_len=input_len, output_len=output_len)
+    perf = perf_document(r, concurrency=batch, input_len=input_len, output_len=output_len)
     perf["kv_batch_limit"] = limit
     if batch <= limit:
         perf.pop("warning", None)
@@ -179,7 +179,7 @@ def budget_at_batch(r: Roofline, *, batch: int, input_len: float, output_len: fl
     budget = None
     if stable:
         budget = {k: _f(v) for k, v in latency_budget(
-            target_s=target_s, prefill_s=m["prefill_s"], tpot_s=m["tpot_s"], output_len=output_len,
+            target_s=target_s, prefill_s=m["ttft_s"], tpot_s=m["tpot_s"], output_len=output_len,
             queue_s=_f(wait.p99_wait_s), network_s=network_s).items()}
     return {"m": m, "rate_per_replica": rate, "utilisation": _f(wait.utilisation), "stable": stable,
             "wait_mean_s": _f(wait.mean_wait_s), "wait_p99_s": _f(wait.p99_wait_s),

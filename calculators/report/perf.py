@@ -8,7 +8,7 @@ import numpy as np
 from calculators.errors import InvalidInputError
 from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_batch, slo_batch
 from calculators.perf.roofline import Roofline, crossover_batch_size, ridge_point
-from calculators.perf.serving import serving_metrics
+from calculators.perf.serving import open_loop_metrics, serving_metrics, static_batch_metrics
 from calculators.vllm.capacity import vllm_capacity
 from calculators.vllm.concurrency import batch_limit
 
@@ -27,17 +27,43 @@ def _check_context(r: Roofline, tokens: float) -> None:
                                 f"at most max_position_embeddings ({r.model.max_position_embeddings}) of {r.model.id}")
 
 
-def perf_document(r: Roofline, *, batch_size: int, input_len: int, output_len: int) -> dict:
-    """Prefill, decode, TTFT, TPOT, latency, throughput and bound at one batch size (SI units)."""
+def _load(r: Roofline, input_len: int, output_len: int, batch_size: int | None, concurrency: float | None,
+          request_rate: float | None, max_num_seqs: int) -> tuple[str, dict[str, float]]:
+    """The load mode and its metrics: exactly one of batch, concurrency or rate (docs/performance-model.md §2)."""
+    given = {"static_batch": batch_size, "concurrency": concurrency, "request_rate": request_rate}
+    chosen = [k for k, v in given.items() if v is not None]
+    if len(chosen) != 1:
+        raise InvalidInputError("load", ", ".join(chosen) or None,
+                                "exactly one of --batch-size, --concurrency or --request-rate")
+    mode = chosen[0]
+    if mode == "static_batch":
+        m = static_batch_metrics(r, batch_size, input_len, output_len)
+    elif mode == "concurrency":
+        m = serving_metrics(r, concurrency, input_len, output_len)
+    else:
+        m = open_loop_metrics(r, request_rate, input_len, output_len, max_num_seqs=max_num_seqs)
+    return mode, {k: float(np.ravel(v)[0]) for k, v in m.items()}
+
+
+def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: int | None = None,
+                  concurrency: float | None = None, request_rate: float | None = None,
+                  max_num_seqs: int = 256) -> dict:
+    """Prefill, decode, TTFT, TPOT, latency, throughput and bound under one load (SI units): a static batch
+    of ``batch_size`` prompts, ``concurrency`` requests in flight, or Poisson arrivals at ``request_rate``."""
     _check_context(r, input_len + output_len)
-    m = {k: float(np.ravel(v)[0]) for k, v in serving_metrics(r, batch_size, input_len, output_len).items()}
-    terms = r.decode_breakdown(batch_size, input_len + output_len / 2)
+    mode, m = _load(r, input_len, output_len, batch_size, concurrency, request_rate, max_num_seqs)
+    in_flight = m.pop("concurrency", None) or (batch_size if mode == "static_batch" else concurrency)
+    overloaded = bool(m.pop("overloaded", False))
+    batch_size = max(1, round(in_flight))
+    terms = r.decode_breakdown(in_flight, input_len + output_len / 2)
     cross = float(np.ravel(crossover_batch_size(r, input_len + output_len / 2))[0])
     limit = kv_batch_limit(r, input_len + output_len)
     doc = {
         "model": r.model.id, "gpu": r.gpu.id, "tensor_parallel_size": int(np.ravel(r.tensor_parallel_size)[0]),
         "pipeline_parallel_size": r.pipeline_parallel_size, "compute_dtype": r.dtype_used,
-        "batch_size": batch_size, "input_len": input_len, "output_len": output_len, **m,
+        "load_mode": mode, "batch_size": batch_size, "concurrency": in_flight, "request_rate": request_rate,
+        "overloaded": overloaded, "input_len": input_len, "output_len": output_len,
+        **{k: (None if math.isinf(v) else v) for k, v in m.items()},
         "bound": "memory" if bool(np.ravel(terms["memory_bound"])[0]) else "compute",
         "decode_compute_s": float(np.ravel(terms["compute_s"])[0]),
         "decode_memory_s": float(np.ravel(terms["memory_s"])[0]),

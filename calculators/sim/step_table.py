@@ -64,6 +64,10 @@ class ConstantStepModel:
     def prefill_time_s(self, prompt_tokens, num_prompts=1) -> np.ndarray:
         return self.fixed + self.per_token * np.asarray(prompt_tokens, dtype=np.float64) * np.asarray(num_prompts)
 
+    def mixed_step_time_s(self, batch_size, context_tokens, prefill_tokens, prompt_tokens) -> np.ndarray:
+        decode = np.where(np.asarray(batch_size) > 0, self.decode_s, 0.0)
+        return decode + self.per_token * np.asarray(prefill_tokens, dtype=np.float64)
+
     def step_time_s(self, batch, context_tokens, phase: str = "decode") -> np.ndarray:
         return (self.decode_step_time_s(batch, context_tokens) if phase == "decode"
                 else self.prefill_time_s(context_tokens, batch))

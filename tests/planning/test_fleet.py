@@ -42,7 +42,7 @@ def test_nodes_pack_replicas():
 
 def test_price_is_median_of_catalog_or_given():
     value, source = gpu_price(get_gpu("MI300X"))
-    assert value == 1.85 and "median of 3" in source  # 1.50, 1.85, 3.49
+    assert value == 2.99 and "median of 5" in source  # 2.39, 2.59, 2.99, 3.45, 6.00
     assert gpu_price(get_gpu("H100"), 2.5) == (2.5, "given")
 
 

@@ -1,0 +1,75 @@
+"""Serving metrics under the three kinds of load, worked by hand on a constant-step model.
+
+Model: a decode step takes 10 ms whatever the batch; a prompt token 0.1 ms (docs/performance-model.md §2).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calculators.perf.roofline import Roofline, decode_terms, mixed_terms
+from calculators.perf.serving import (
+    closed_loop_tpot_s,
+    open_loop_metrics,
+    serving_metrics,
+    static_batch_metrics,
+)
+from calculators.sim.step_table import ConstantStepModel
+from calculators.specs.catalog import get_gpu, get_model
+
+PM = ConstantStepModel(decode_s=0.010, prefill_s_per_token=1e-4)
+
+
+class Budgeted(ConstantStepModel):
+    max_num_batched_tokens = 40  # tokens per step
+
+
+def test_static_batch_includes_the_whole_batch_prefill():
+    m = static_batch_metrics(PM, 8, 100, 50)
+    # prefill of 8 × 100 tokens = 80 ms; end-to-end = 80 + 49 × 10 = 570 ms; 8 × 50 tokens / 0.57 s
+    assert float(m["ttft_s"]) == pytest.approx(0.080)
+    assert float(m["e2e_latency_s"]) == pytest.approx(0.570)
+    assert float(m["output_tokens_per_s"]) == pytest.approx(400 / 0.570)
+
+
+def test_closed_loop_mixes_the_arriving_prompts_into_each_step():
+    m = serving_metrics(PM, 8, 100, 50)
+    # 8 × 100 / 50 = 16 prompt tokens join each step: 10 + 1.6 = 11.6 ms per output token
+    assert float(m["tpot_s"]) == pytest.approx(0.0116)
+    # the other 7 keep it busy: half a step (5.8 ms), then the 100-token prompt fused with 7 decodes (10 + 10 ms)
+    assert float(m["ttft_s"]) == pytest.approx(0.0058 + 0.020)
+    e2e = 0.0258 + 49 * 0.0116
+    assert float(m["e2e_latency_s"]) == pytest.approx(e2e)
+    assert float(m["requests_per_s"]) == pytest.approx(8 / e2e)  # Little's law
+
+
+def test_closed_loop_runs_what_the_budget_cannot_mix_as_prefill_steps():
+    # 8 × 1000 / 50 = 160 tokens a step wanted, 40 − 8 = 32 fit: 10 + 3.2 ms; the other
+    # (160 − 32) × 50 = 6,400 tokens a cycle take 0.64 s of prefill: + 12.8 ms per output token
+    assert float(closed_loop_tpot_s(Budgeted(0.010, 1e-4), 8, 1000, 50)) == pytest.approx(0.0132 + 0.0128)
+
+
+def test_one_user_finds_the_replica_idle():
+    m = serving_metrics(PM, 1, 100, 50)
+    assert float(m["ttft_s"]) == pytest.approx(0.010)  # prefill alone: no step in flight, nobody decoding
+
+
+def test_open_loop_solves_littles_law_and_says_when_overloaded():
+    m = open_loop_metrics(PM, 5.0, 100, 50, max_num_seqs=64)
+    n = float(m["concurrency"])
+    assert n == pytest.approx(5.0 * float(m["e2e_latency_s"]), rel=1e-6) and not bool(m["overloaded"])
+    assert float(m["requests_per_s"]) == pytest.approx(5.0, rel=1e-6)
+    # 64 in flight: TPOT = 10 + 64 × 100/50 × 0.1 = 22.8 ms; ~1.2 s per request → ~55 requests/s at most
+    over = open_loop_metrics(PM, 500.0, 100, 50, max_num_seqs=64)
+    assert bool(over["overloaded"]) and np.isinf(float(over["ttft_s"]))
+    assert float(over["concurrency"]) == pytest.approx(64)
+
+
+def test_a_mixed_step_without_prompt_tokens_is_a_decode_step():
+    r = Roofline(get_model("meta-llama/Llama-3.1-70B-Instruct"), get_gpu("H100"), tensor_parallel_size=4)
+    b, ctx = np.array([1.0, 16, 256]), np.array([[512.0], [8192.0]])
+    mixed = mixed_terms(r.coefficients, r.efficiencies, b, ctx, 0.0, 2048, 1)["step_s"]
+    np.testing.assert_allclose(mixed, decode_terms(r.coefficients, r.efficiencies, b, ctx, 1)["step_s"])
+    # prompt tokens only add time, and a fused step costs less than a decode step plus a separate prefill
+    fused = r.mixed_step_time_s(16, 2048, 512, 2048)
+    assert r.decode_step_time_s(16, 2048) < fused < r.decode_step_time_s(16, 2048) + r.prefill_time_s(512, 1)
