@@ -28,21 +28,22 @@ def _check_context(r: Roofline, tokens: float) -> None:
 
 
 def _load(r: Roofline, input_len: int, output_len: int, batch_size: int | None, concurrency: float | None,
-          request_rate: float | None, max_num_seqs: int) -> tuple[str, dict[str, float]]:
-    """The load mode and its metrics: exactly one of batch, concurrency or rate (docs/performance-model.md §2)."""
-    given = {"static_batch": batch_size, "concurrency": concurrency, "request_rate": request_rate}
-    chosen = [k for k, v in given.items() if v is not None]
-    if len(chosen) != 1:
-        raise InvalidInputError("load", ", ".join(chosen) or None,
+          request_rate: float | None, max_num_seqs: int) -> tuple[str, float, dict[str, float]]:
+    """The load mode, its value and its metrics: exactly one of batch, concurrency or rate
+    (docs/performance-model.md §2)."""
+    given = {k: v for k, v in (("static_batch", batch_size), ("concurrency", concurrency),
+                               ("request_rate", request_rate)) if v is not None}
+    if len(given) != 1:
+        raise InvalidInputError("load", ", ".join(given) or None,
                                 "exactly one of --batch-size, --concurrency or --request-rate")
-    mode = chosen[0]
+    (mode, value), = given.items()
     if mode == "static_batch":
-        m = static_batch_metrics(r, batch_size, input_len, output_len)
+        m = static_batch_metrics(r, value, input_len, output_len)
     elif mode == "concurrency":
-        m = serving_metrics(r, concurrency, input_len, output_len)
+        m = serving_metrics(r, value, input_len, output_len)
     else:
-        m = open_loop_metrics(r, request_rate, input_len, output_len, max_num_seqs=max_num_seqs)
-    return mode, {k: float(np.ravel(v)[0]) for k, v in m.items()}
+        m = open_loop_metrics(r, value, input_len, output_len, max_num_seqs=max_num_seqs)
+    return mode, float(value), {k: float(np.ravel(v)[0]) for k, v in m.items()}
 
 
 def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: int | None = None,
@@ -51,8 +52,8 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
     """Prefill, decode, TTFT, TPOT, latency, throughput and bound under one load (SI units): a static batch
     of ``batch_size`` prompts, ``concurrency`` requests in flight, or Poisson arrivals at ``request_rate``."""
     _check_context(r, input_len + output_len)
-    mode, m = _load(r, input_len, output_len, batch_size, concurrency, request_rate, max_num_seqs)
-    in_flight = m.pop("concurrency", None) or (batch_size if mode == "static_batch" else concurrency)
+    mode, value, m = _load(r, input_len, output_len, batch_size, concurrency, request_rate, max_num_seqs)
+    in_flight = m.pop("concurrency", value)
     overloaded = bool(m.pop("overloaded", False))
     batch_size = max(1, round(in_flight))
     terms = r.decode_breakdown(in_flight, input_len + output_len / 2)
