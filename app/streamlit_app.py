@@ -36,6 +36,7 @@ page = st.navigation([
     st.Page(HERE / "views" / "fleet.py", title="Fleet planner", icon=":material/dns:", url_path="fleet"),
     st.Page(HERE / "views" / "compare_gpus.py", title="Compare GPUs", icon=":material/compare:", url_path="compare"),
     st.Page(HERE / "views" / "simulator.py", title="Batching simulator", icon=":material/tune:", url_path="simulator"),
+    st.Page(HERE / "views" / "accuracy.py", title="Model accuracy", icon=":material/fact_check:", url_path="accuracy"),
     st.Page(HERE / "views" / "catalog.py", title="Catalog", icon=":material/list:", url_path="catalog"),
 ])
 from app.ui.errors import run_page  # noqa: E402

@@ -1,14 +1,15 @@
 """``llmcap``: the command-line face of the calculators. Bad input exits 2 with one clear line.
 
-One module per command (``app``, ``capacity``, ``catalog``, ``perf``, ``plan``, ``profile``, ``simulate``), each with
-a ``register(sub)`` that adds its sub-parser; the flags they share live in :mod:`calculators.cli.flags`.
+One module per command (``accuracy``, ``app``, ``capacity``, ``catalog``, ``perf``, ``plan``, ``profile``,
+``simulate``), each with a ``register(sub)`` that adds its sub-parser; the flags they share live in
+:mod:`calculators.cli.flags`.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
-from calculators.cli import app, capacity, catalog, perf, plan, profile, simulate
+from calculators.cli import accuracy, app, capacity, catalog, perf, plan, profile, simulate
 from calculators.cli.flags import Parser
 from calculators.errors import InvalidInputError
 from calculators.specs.catalog import CatalogError
@@ -17,7 +18,7 @@ from calculators.specs.catalog import CatalogError
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="llmcap", description="LLM serving capacity planner")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for command in (capacity, perf, plan, profile, simulate, catalog, app):
+    for command in (capacity, perf, plan, profile, simulate, catalog, accuracy, app):
         command.register(sub)
     return p
 

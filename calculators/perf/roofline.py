@@ -239,7 +239,8 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     prompts of ``prompt_tokens`` [s].
 
     The weights are read once for all ``B + P`` tokens; the prompt tokens add their linear FLOP, attention to
-    half their prompt on average (``∝ P · I/2``), the KV they write and the prefix KV they read. With
+    half their prompt on average (``∝ P · I/2``) and their KV, written and read back once by the tiled
+    attention kernel (not once per query token). With
     ``P = 0`` this is :func:`decode_terms` exactly (docs/performance-model.md §2).
     """
     b = np.asarray(batch, dtype=np.float64) / micro_batches
@@ -248,8 +249,8 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     half = np.asarray(prompt_tokens, dtype=np.float64) / 2
     win, half_win = np.minimum(ctx, c.window_tokens), np.minimum(half, c.window_tokens)
     touched = 1 - (1 - c.expert_hit_fraction) ** (b + p)
-    kv = c.kv_full_bytes_per_token * (b * ctx + p * (half + 1)) + c.kv_window_bytes_per_token * (
-        b * win + p * (half_win + 1))
+    kv = (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token) * 2 * p + (  # prompt KV written, read once
+        b * (c.kv_full_bytes_per_token * ctx + c.kv_window_bytes_per_token * win))
     mem_bytes = c.dense_weight_bytes + c.expert_weight_bytes * touched + kv
     flop = (b + p) * c.linear_flop_per_token + c.attn_full_flop_per_token_ctx * (b * ctx + p * half) + (
         c.attn_window_flop_per_token_ctx * (b * win + p * half_win))

@@ -58,7 +58,7 @@ DEFAULT_MAX_EVENTS = 20_000_000
 
 def simulate(pm: PerformanceModel, workload: Workload, policy: ContinuousBatching | StaticBatching | None = None, *,
              duration_s: float | None = None, max_events: int = DEFAULT_MAX_EVENTS,
-             slo: SLO | None = None) -> SimulationResult:
+             slo: SLO | None = None, warmup_s: float = 0.0) -> SimulationResult:
     """Simulate one replica serving ``workload`` under ``policy``, step by step.
 
     Parameters
@@ -74,6 +74,9 @@ def simulate(pm: PerformanceModel, workload: Workload, policy: ContinuousBatchin
         and reports what it measured. ``None``: run until every request is served.
     slo
         TTFT and TPOT targets for goodput.
+    warmup_s
+        Start of the steady state [s]: statistics leave out the requests that arrived before it and the
+        steps before it (:func:`calculators.sim.results.summarize`); 0 counts everything.
 
     Returns
     -------
@@ -87,7 +90,7 @@ def simulate(pm: PerformanceModel, workload: Workload, policy: ContinuousBatchin
     rec = (run_static(pm, workload, policy, t_limit, max_events) if isinstance(policy, StaticBatching)
            else run_continuous(pm, workload, policy, t_limit, max_events))
     return summarize(policy.name, rec.requests, rec.timeseries, rec.itl, elapsed_s=rec.elapsed_s,
-                     preemptions=rec.preemptions, stop_reason=rec.stop_reason, slo=slo)
+                     preemptions=rec.preemptions, stop_reason=rec.stop_reason, slo=slo, warmup_s=warmup_s)
 
 
 def simulate_split(pm_latency: PerformanceModel, pm_throughput: PerformanceModel, workload: Workload,

@@ -69,6 +69,7 @@ class SimulationResult:
     requests: pd.DataFrame = field(repr=False)
     timeseries: pd.DataFrame = field(repr=False)
     itl_samples: tuple[np.ndarray, np.ndarray] = field(repr=False)
+    warmup_s: float = 0.0
 
     def summary(self) -> dict:
         """Flat JSON-ready figures (latencies as ``<metric>_<stat>_s``)."""
@@ -103,47 +104,73 @@ def _weighted_stats(values: np.ndarray, weights: np.ndarray) -> dict[str, float]
     return {"mean": float(np.dot(v, w[order]) / cw[-1]), "p50": float(q[0]), "p95": float(q[1]), "p99": float(q[2])}
 
 
+def _steady(requests: pd.DataFrame, timeseries: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray],
+            warmup_s: float) -> tuple[np.ndarray, np.ndarray, pd.DataFrame, tuple[np.ndarray, np.ndarray]]:
+    """What the statistics count once the warm-up is over: requests that arrived after it (latencies),
+    requests that finished after it (throughput), and the steps from it on (time-series means, ITL)."""
+    arrived_after = requests["arrival_s"].to_numpy() >= warmup_s
+    finished_after = requests["finished"].to_numpy() & (requests["finish_s"].to_numpy() >= warmup_s)
+    later = timeseries["time_s"].to_numpy() >= warmup_s
+    if len(itl[0]) == len(timeseries):  # continuous batching: one ITL sample per step
+        itl = (itl[0][later], itl[1][later])
+    return arrived_after, finished_after, timeseries.loc[later], itl
+
+
 def summarize(policy: str, requests: pd.DataFrame, timeseries: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray], *,
-              elapsed_s: float, preemptions: int, stop_reason: str, slo: SLO | None = None) -> SimulationResult:
-    """Build a :class:`SimulationResult` from the tidy frames (also used to combine pools)."""
+              elapsed_s: float, preemptions: int, stop_reason: str, slo: SLO | None = None,
+              warmup_s: float = 0.0) -> SimulationResult:
+    """Build a :class:`SimulationResult` from the tidy frames (also used to combine pools).
+
+    With ``warmup_s`` > 0 the statistics describe the steady state: latencies of requests that arrived after
+    it, throughput over ``[warmup_s, elapsed_s]``, time-series means from it on. Counts (arrived, completed),
+    the overload test and Little's law's time average still cover the whole run.
+    """
     r = requests
     done = r["finished"].to_numpy()
     arrived = int((r["arrival_s"].to_numpy() <= elapsed_s).sum())
-    t = max(float(elapsed_s), 1e-300)
+    after, finished_after, steady_ts, itl_steady = _steady(r, timeseries, itl, warmup_s)
+    t = max(float(elapsed_s) - warmup_s, 1e-300)
     slo = slo or SLO()
-    good = done.copy()
+    good = finished_after.copy()
     if slo.ttft_s is not None:
         good &= r["ttft_s"].to_numpy() <= slo.ttft_s
     if slo.tpot_s is not None:
         tp = r["tpot_s"].to_numpy()
         good &= ~(tp > slo.tpot_s)  # NaN (one output token) passes
     completed = int(done.sum())
-    lat = {m: _stats(r.loc[done, f"{m}_s"].to_numpy(dtype=float)) for m in ("ttft", "tpot", "e2e", "queue_wait")}
-    lat["itl"] = _weighted_stats(*itl)
-    ts = timeseries
+    lat = {m: _stats(r.loc[done & after, f"{m}_s"].to_numpy(dtype=float)) for m in ("ttft", "tpot", "e2e",
+                                                                                    "queue_wait")}
+    lat["itl"] = _weighted_stats(*itl_steady)
+    ts = steady_ts if len(steady_ts) else timeseries
     dt = ts["dt_s"].to_numpy()
     span = dt.sum() if dt.sum() > 0 else 1.0
     q, b, kv = (ts[c].to_numpy(dtype=float) for c in ("queue_depth", "batch_size", "kv_usage"))
     busy = (b > 0) & (dt > 0)
     factor = arrived / completed if completed else math.inf
-    half = q.size // 2
-    growing = bool(q.size >= 4 and q[half:].mean() > q[:half].mean() and q[-1] > 0)
+    whole_q = timeseries["queue_depth"].to_numpy(dtype=float)
+    half = whole_q.size // 2
+    growing = bool(whole_q.size >= 4 and whole_q[half:].mean() > whole_q[:half].mean() and whole_q[-1] > 0)
     overloaded = stop_reason != "completed" and factor > 1 + OVERLOAD_TOLERANCE and growing
     return SimulationResult(
         policy=policy, num_requests=len(r), arrived=arrived, completed=completed,
         rejected=int(r["rejected"].sum()), elapsed_s=float(elapsed_s),
-        request_throughput_per_s=completed / t,
-        input_tokens_per_s=float(r.loc[done, "input_tokens"].sum()) / t,
-        output_tokens_per_s=float(r.loc[done, "output_tokens"].sum()) / t,
+        request_throughput_per_s=int(finished_after.sum()) / t,
+        input_tokens_per_s=float(r.loc[finished_after, "input_tokens"].sum()) / t,
+        output_tokens_per_s=float(r.loc[finished_after, "output_tokens"].sum()) / t,
         latency=lat, preemptions=int(preemptions), goodput_requests_per_s=int(good.sum()) / t,
-        slo_attainment=float(good.sum() / completed) if completed else 0.0,
+        slo_attainment=float(good.sum() / finished_after.sum()) if finished_after.any() else 0.0,
         mean_queue_depth=float(np.dot(q, dt) / span), max_queue_depth=int(q.max()) if q.size else 0,
         mean_batch_size=float(np.dot(b[busy], dt[busy]) / dt[busy].sum()) if busy.any() else 0.0,
         mean_kv_usage=float(np.dot(kv, dt) / span), max_kv_usage=float(kv.max()) if kv.size else 0.0,
-        time_avg_in_system=float(ts.attrs.get("in_system_area", np.dot(ts["in_system"].to_numpy(dtype=float), dt))
-                                 / t),
+        time_avg_in_system=_time_avg_in_system(timeseries, elapsed_s),
         overloaded=bool(overloaded), overload_factor=float(factor), stop_reason=stop_reason,
-        requests=r, timeseries=ts, itl_samples=itl)
+        requests=r, timeseries=timeseries, itl_samples=itl, warmup_s=float(warmup_s))
+
+
+def _time_avg_in_system(ts: pd.DataFrame, elapsed_s: float) -> float:
+    """Requests queued or running, averaged over the whole run (Little's ``L``)."""
+    area = ts.attrs.get("in_system_area", np.dot(ts["in_system"].to_numpy(dtype=float), ts["dt_s"].to_numpy()))
+    return float(area / max(float(elapsed_s), 1e-300))
 
 
 def requests_frame(wl: Workload, arrival, sched, first, finish, npre, rejected) -> pd.DataFrame:

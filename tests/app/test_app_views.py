@@ -184,3 +184,10 @@ def test_bad_length_mix_warns_and_keeps_the_rest(make_app):
     assert any("p95_len" in w.value for w in at.sidebar.warning)
     m = metrics(at)
     assert m["KV cache per token per GPU [bytes]"] == "81,920" and m["Suggested max_num_seqs"] == "—"
+
+
+def test_accuracy_page_shows_the_scoreboard(make_app):
+    at = make_app()
+    at.switch_page("views/accuracy.py").run(timeout=120)
+    assert not at.exception
+    assert at.title[0].value and at.dataframe and at.get("plotly_chart")

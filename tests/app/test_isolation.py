@@ -112,7 +112,9 @@ def test_shared_key_refuses_anything_user_provided():
 def test_no_streamlit_cache_holds_user_input():
     """st.cache_data/st.cache_resource are process-wide: only functions listed here may use them, and none
     of them may take a user's spec. (Custom specs are per session, in st.session_state.)"""
-    allowed: dict[str, str] = {}  # function name -> why its arguments are never user-provided
+    allowed: dict[str, str] = {  # function name -> why its arguments are never user-provided
+        "_report": "the accuracy report reads only the packaged corpus and catalog",
+    }
     found = []
     for path in (ROOT / "app").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):

@@ -1,0 +1,173 @@
+"""Model accuracy: the performance model against the public measurement corpus, uncorrected and
+leave-one-source-out, with the 80 % band, its held-out coverage, the worst cases and what was left out.
+
+Everything here is read from :func:`calculators.perf.accuracy.accuracy_report`; the page only displays it."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from calculators.perf.accuracy import (
+    ALL,
+    BAND_QUANTILES,
+    BIAS_TARGET,
+    LABELS,
+    METRICS,
+    TARGETS,
+    AccuracyReport,
+    accuracy_report,
+    worst_rows,
+)
+
+PCT = st.column_config.NumberColumn(format="percent")
+_BY = {"GPU family": "gpu_family", "Source": "source_id"}
+_OTHER = {"gpu_family": "source_id", "source_id": "gpu_family"}
+_SHOWN_UNIT = {"tpot": "ms", "ttft": "ms", "throughput": "tokens/s per GPU"}
+_TO_SHOWN = {"tpot": 1e3, "ttft": 1e3, "throughput": 1.0}  # SI → the unit shown (s → ms)
+
+
+@st.cache_data
+def _report() -> AccuracyReport:
+    """The report (it depends on no input of the session, so it is computed once per server)."""
+    return accuracy_report()
+
+
+def _error_columns(table: pd.DataFrame, metric: str, by: str) -> pd.DataFrame:
+    """One metric's rows of an error table, grouped ``by`` family or source, with human column names."""
+    rows = table[(table["metric"] == metric) & (table[_OTHER[by]] == ALL)]
+    return pd.DataFrame({"GPU family" if by == "gpu_family" else "Source": rows[by], "Rows": rows["n"],
+                         "Median |error|": rows["median_abs_error"], "Bias (median signed error)": rows["bias"],
+                         "p90 |error|": rows["p90_abs_error"]})
+
+
+def _tables(r: AccuracyReport, metric: str, by: str) -> None:
+    cfg = {"Median |error|": PCT, "Bias (median signed error)": PCT, "p90 |error|": PCT}
+    c1, c2 = st.columns(2)
+    c1.markdown("**Uncorrected** (the model as it ships)")
+    c1.dataframe(_error_columns(r.uncorrected, metric, by), hide_index=True, column_config=cfg,
+                 key=f"acc_un_{metric}_{by}")
+    c2.markdown("**Leave one source out** (corrected without the row's own source)")
+    c2.dataframe(_error_columns(r.loso, metric, by), hide_index=True, column_config=cfg,
+                 key=f"acc_loso_{metric}_{by}")
+
+
+def _targets(r: AccuracyReport, metric: str) -> None:
+    t = r.targets[r.targets["metric"] == metric]
+    shown = pd.DataFrame({"Stage": t["stage"], "Check": t["check"], "Value": t["value"], "Target": t["target"],
+                          "Verdict": t["met"].map({True: "met", False: "missed"}), "Families outside": t["detail"]})
+    st.dataframe(shown, hide_index=True, column_config={"Value": PCT, "Target": PCT}, key=f"acc_targets_{metric}")
+    st.caption(f"Targets: median |error| ≤ {TARGETS[metric]:.0%} for {LABELS[metric]}; every GPU family's median "
+               f"signed error within ±{BIAS_TARGET:.0%}. Value of the bias check: the largest family |bias|.")
+
+
+def _scatter(r: AccuracyReport, metric: str, corrected: bool):
+    """Predicted against measured on log axes, one colour per GPU family, the y = x line drawn."""
+    import plotly.express as px
+    rows = r.predictions[r.predictions["metric"] == metric]
+    scale, unit = _TO_SHOWN[metric], _SHOWN_UNIT[metric]
+    shown = pd.DataFrame({"measured": rows["measured"] * scale,
+                          "predicted": rows["corrected" if corrected else "predicted"] * scale,
+                          "GPU family": rows["gpu_family"], "source": rows["source_id"], "model": rows["model"],
+                          "GPU": rows["gpu"], "TP": rows["tp"], "concurrency or batch": rows["batch"],
+                          "input tokens": rows["input_len"], "output tokens": rows["output_len"]})
+    fig = px.scatter(shown, x="measured", y="predicted", color="GPU family", log_x=True, log_y=True,
+                     hover_data=["source", "model", "GPU", "TP", "concurrency or batch", "input tokens",
+                                 "output tokens"],
+                     labels={"measured": f"measured {LABELS[metric]} [{unit}]",
+                             "predicted": f"{'corrected ' if corrected else ''}predicted {LABELS[metric]} [{unit}]"})
+    lo = float(min(shown["measured"].min(), shown["predicted"].min()))
+    hi = float(max(shown["measured"].max(), shown["predicted"].max()))
+    fig.add_scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="predicted = measured",
+                    line={"dash": "dash", "color": "grey"}, hoverinfo="skip")
+    fig.update_layout(height=520, margin={"l": 10, "r": 10, "t": 30, "b": 10})
+    return fig
+
+
+def _band(r: AccuracyReport, metric: str) -> None:
+    band = r.band[r.band["metric"] == metric]
+    cov = r.coverage[r.coverage["metric"] == metric]
+    lo, hi = BAND_QUANTILES
+    if band.empty:
+        return
+    b = band.iloc[0]
+    overall = cov[cov["source_id"] == ALL]
+    c = st.columns(3)
+    c[0].metric(f"{hi - lo:.0%} band, low factor", f"× {b['low_factor']:.3g}",
+                help=f"e^q{lo * 100:.0f} of the leave-one-source-out residual ln(measured / corrected)")
+    c[1].metric(f"{hi - lo:.0%} band, high factor", f"× {b['high_factor']:.3g}",
+                help=f"e^q{hi * 100:.0f} of the same residual")
+    c[2].metric("Coverage on held-out sources", "—" if overall.empty else f"{overall['coverage'].iloc[0]:.0%}",
+                help=f"share of rows inside the band fitted without their source (nominal {hi - lo:.0%})")
+    per = cov[cov["source_id"] != ALL]
+    st.dataframe(pd.DataFrame({"Held-out source": per["source_id"], "Rows": per["n"], "Coverage": per["coverage"]}),
+                 hide_index=True, column_config={"Coverage": PCT}, key=f"acc_cov_{metric}")
+
+
+def _worst(r: AccuracyReport, metric: str) -> None:
+    w = worst_rows(r.predictions[r.predictions["metric"] == metric], 10)
+    scale, unit = _TO_SHOWN[metric], _SHOWN_UNIT[metric]
+    shown = pd.DataFrame({"Source": w["source_id"], "Model": w["model"], "GPU": w["gpu"], "TP": w["tp"],
+                          "Concurrency or batch": w["batch"], "Input tokens": w["input_len"],
+                          "Output tokens": w["output_len"], f"Measured [{unit}]": w["measured"] * scale,
+                          f"Predicted [{unit}]": w["predicted"] * scale, "Error": w["error"],
+                          f"Corrected [{unit}]": w["corrected"] * scale, "Error after LOSO": w["loso_error"]})
+    st.dataframe(shown, hide_index=True, column_config={"Error": PCT, "Error after LOSO": PCT},
+                 key=f"acc_worst_{metric}")
+
+
+def _skipped(r: AccuracyReport) -> None:
+    counts = r.skipped_by_reason()
+    st.markdown(f"**{r.comparable_rows:,}** corpus rows compared, **{len(r.skipped):,}** left out:")
+    st.dataframe(pd.DataFrame({"Reason": counts.index, "Rows": counts.to_numpy()}), hide_index=True,
+                 key="acc_skipped")
+
+
+METHOD = f"""
+**Which rows.** A row of the public corpus is compared when the product can state the same run: a closed-loop
+concurrency or a static batch (not an offline ceiling or an arrival rate, yet), neither prefill/decode
+disaggregated nor speculative decoding, a catalog model and GPU, stated parallelism and lengths, a weight format
+the product has, and one replica (`gpu_count` = tp × pp). The rest are counted below with their reason.
+
+**What is compared.** The roofline with its default efficiencies predicts TPOT (against the measured TPOT median,
+else the ITL median, else the TPOT mean), TTFT (median, else mean) and output tokens/s per GPU (the per-GPU figure,
+else the total ÷ GPUs). Error = predicted / measured − 1; the bias is its median.
+
+**Leave one source out.** For each source, a multiplicative correction is fitted on the *other* sources only: the
+median ratio measured / predicted of their rows on the same GPU family and engine (else the same family, else all
+of them). It shows what a simple calibration on public data would buy on a publisher it has never seen. The
+{BAND_QUANTILES[1] - BAND_QUANTILES[0]:.0%} band is the {BAND_QUANTILES[0]:.0%}–{BAND_QUANTILES[1]:.0%} quantiles
+of what remains; its coverage is measured on each held-out source with a band fitted without it.
+
+**Caveats.** One publisher (InferenceX) holds most compared rows, so the overall figures mostly describe it.
+Measured TTFT includes queueing where the benchmark queued; latency statistics differ between sources.
+Run `llmcap accuracy` or `benchmarks/corpus_accuracy.py` for the same figures; the method is in
+docs/performance-model.md §11.
+"""
+
+
+def render() -> None:
+    """Draw the page."""
+    st.title("Model accuracy")
+    st.caption("The performance model against published measurements of real serving runs: how far off it is, "
+               "in which direction, and how much a correction learnt from other publishers helps.")
+    r = _report()
+    c1, c2 = st.columns(2)
+    metric = c1.radio("Metric", METRICS, format_func=lambda m: LABELS[m], horizontal=True, key="acc_metric")
+    by = _BY[c2.radio("Rows of the tables", list(_BY), horizontal=True, key="acc_by")]
+    st.subheader(f"{LABELS[metric]}: error against the measurement")
+    _tables(r, metric, by)
+    _targets(r, metric)
+    st.subheader("Predicted against measured")
+    corrected = st.toggle("Show the leave-one-source-out corrected prediction", key="acc_corrected")
+    st.plotly_chart(_scatter(r, metric, corrected), key=f"acc_scatter_{metric}")
+    st.subheader("Uncertainty band")
+    _band(r, metric)
+    st.subheader("Worst cases (after the correction)")
+    _worst(r, metric)
+    st.subheader("Rows compared and left out")
+    _skipped(r)
+    with st.expander("How this is measured"):
+        st.markdown(METHOD)
+
+
+render()

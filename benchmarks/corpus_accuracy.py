@@ -1,0 +1,84 @@
+"""The performance model against the public measurement corpus: uncorrected and leave-one-source-out.
+
+    .venv/bin/python benchmarks/corpus_accuracy.py [--worst N]
+
+Prints, per metric (TPOT, TTFT, output tokens/s per GPU), the error tables by GPU family and by source
+(n, median |error|, bias, p90 |error|; uncorrected beside leave-one-source-out), the targets met or
+missed, the 80 % band and its coverage on held-out sources, the worst rows, the comparable and skipped
+row counts (by reason), which measured key each comparison used, and the time each stage took.
+The method is in calculators/perf/accuracy.py and docs/performance-model.md §11. A benchmark, not a
+test: it prints figures and never fails on them.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from calculators.cli.accuracy import comparison_lines, report_lines  # noqa: E402
+from calculators.perf.accuracy import (  # noqa: E402
+    LABELS,
+    METRICS,
+    AccuracyReport,
+    assemble,
+    error_table,
+    leave_one_source_out,
+    predict,
+    screen,
+)
+from calculators.perf.measurements import measurements_frame  # noqa: E402
+
+
+def timed_report(worst: int) -> tuple[AccuracyReport, dict[str, float]]:
+    """The report, built stage by stage so each stage's wall time [s] can be printed."""
+    times: dict[str, float] = {}
+    t = time.perf_counter()
+    frame = measurements_frame()
+    times["load and validate the corpus"] = time.perf_counter() - t
+    t = time.perf_counter()
+    screened = screen(frame)
+    times["screen (catalog look-ups, one roofline per configuration)"] = time.perf_counter() - t
+    t = time.perf_counter()
+    pred = predict(screened.rows)
+    times["predict (serving metrics per configuration)"] = time.perf_counter() - t
+    t = time.perf_counter()
+    uncorrected = error_table(pred)
+    loso = leave_one_source_out(pred, worst)
+    times["error tables, leave-one-source-out, nested band coverage"] = time.perf_counter() - t
+    return assemble(screened, uncorrected, loso), times
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--worst", type=int, default=10, help="how many worst rows to print")
+    args = ap.parse_args(argv)
+    start = time.perf_counter()
+    report, times = timed_report(args.worst)
+    print("\n".join(report_lines(report, by="gpu_family", worst=args.worst)))
+    print("\nThe same errors by source")
+    for metric in METRICS:
+        print(f"{LABELS[metric]}")
+        print("\n".join(comparison_lines(report, metric, "source")))
+    print("\nBand coverage per held-out source")
+    cov = report.coverage
+    for _, r in cov[cov["source_id"] != "all"].iterrows():
+        print(f"  {r['metric']:<11} {r['source_id']:<24} n {int(r['n']):5d}  coverage {100 * r['coverage']:5.1f}%")
+    print("\nMeasured key used per comparison")
+    for _, r in report.measured_keys().iterrows():
+        print(f"  {r['metric']:<11} {r['measured_key']:<30} {int(r['n']):5d}")
+    print("\nCorrection level used by the leave-one-source-out fit")
+    for (metric, level), n in report.predictions.groupby(["metric", "correction_level"]).size().items():
+        print(f"  {metric:<11} {level:<24} {n:5d}")
+    print("\nTiming")
+    for stage, s in times.items():
+        print(f"  {s:7.2f} s  {stage}")
+    print(f"  {time.perf_counter() - start:7.2f} s  total (including printing)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

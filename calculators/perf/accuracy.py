@@ -1,0 +1,588 @@
+"""How close the performance model comes to the public measurement corpus, scored without flattering it.
+
+The method (docs/performance-model.md §11):
+
+1. **Comparable rows** (:func:`screen`, :func:`comparable_rows`). A corpus row is kept when the product can
+   state the same configuration: a closed-loop ``concurrency`` or ``static_batch`` load point (batch =
+   concurrency or batch_size), neither prefill/decode disaggregated nor speculative decoding, a model in the
+   catalog (its id or alias, else the checkpoint it re-quantises), a GPU with a catalog id, ``tp``, ``pp``,
+   ``input_len`` and ``output_len`` stated, a weight precision that maps to a product format, a KV-cache
+   dtype the product knows, ``gpu_count`` equal to ``tp × pp`` (one replica: the corpus does not say how a
+   load is spread over several, and some InferenceX rows state a ``gpu_count`` their per-GPU figures do not
+   use), at least one TPOT, TTFT or output-throughput metric, and a configuration the roofline accepts.
+   Every other row goes to the ``skipped`` table with the first reason that applies (in that order).
+2. **Predictions** (:func:`predict`): one :class:`~calculators.perf.roofline.Roofline` per distinct
+   (model, GPU, tp, pp, quantization, KV dtype), default efficiencies, then
+   :func:`~calculators.perf.serving.serving_metrics` over all of that configuration's rows at once, at the
+   row's load: closed-loop metrics at ``concurrency`` requests in flight, or the static-batch metrics (the
+   serving module's ``static_batch_metrics`` where it has one) at ``batch_size``. TPOT [s] is compared with the measured
+   TPOT median, else ITL median, else TPOT mean (then LMDeploy's per-token latency p50, then a TPOT whose
+   statistic the source does not state); TTFT [s] with the TTFT median, else mean, else unstated; output
+   tokens/s per GPU with the per-GPU metric, else the whole-deployment figure ÷ ``gpu_count``. The key used
+   is kept in ``measured_key``. A static batch's TTFT is the prefill of all its prompts together.
+3. **Errors**: signed relative error ``predicted / measured − 1`` (a fraction; −0.25 = 25 % low) and the
+   log-ratio ``ln(measured / predicted)``. :func:`error_table` summarises them per metric × GPU family ×
+   source: n, median |error|, median signed error (the bias) and p90 |error|, with ``"all"`` rows.
+4. **Leave one source out** (:func:`leave_one_source_out`): for each source S and metric, a multiplicative
+   correction ``exp(c)`` fitted on every *other* source: ``c`` = median log-ratio of the other sources'
+   rows of the same (GPU family, engine), else of the same GPU family, else of all of them; S's rows are
+   never used to correct S. The residual log-ratios after correction give the 10 % and 90 % quantiles that
+   make an 80 % band ``corrected × [e^q10, e^q90]``; its coverage is measured on each held-out source with
+   quantiles fitted without that source (nested leave-one-source-out).
+
+Pure: pandas and NumPy, no Streamlit or plotly. Units: seconds and tokens/s per GPU inside, errors as fractions.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calculators.errors import InvalidInputError
+from calculators.perf import serving
+from calculators.perf.measurements import GPUS, measurements_frame
+from calculators.perf.roofline import Efficiencies, Roofline
+from calculators.specs.catalog import get_gpu, get_model, load_models
+from calculators.specs.schema import GPUSpec, ModelSpec
+
+METRICS = ("tpot", "ttft", "throughput")
+"""The compared quantities: time per output token, time to first token, output tokens/s per GPU."""
+UNITS = {"tpot": "s", "ttft": "s", "throughput": "tokens/s per GPU"}
+LABELS = {"tpot": "TPOT", "ttft": "TTFT", "throughput": "output tokens/s per GPU"}
+MEASURED_KEYS: dict[str, tuple[str, ...]] = {
+    "tpot": ("tpot_median_ms", "itl_median_ms", "tpot_mean_ms", "token_latency_p50_ms", "tpot_ms"),
+    "ttft": ("ttft_median_ms", "ttft_mean_ms", "ttft_ms"),
+}
+"""Measured latency keys [ms] in order of preference: the first one a row carries is used."""
+THROUGHPUT_PER_GPU, THROUGHPUT_TOTAL = "output_tok_s_per_gpu", "output_tok_s"
+TARGETS = {"tpot": 0.15, "ttft": 0.25, "throughput": 0.15}
+"""Target median |error| per metric (a fraction)."""
+BIAS_TARGET = 0.15
+"""No GPU family's median signed error beyond ± this fraction."""
+BAND_QUANTILES = (0.10, 0.90)
+"""Quantiles of the residual log-ratio that bound the 80 % band."""
+FAMILIES = tuple(dict.fromkeys(family for family, _ in GPUS.values()))
+ALL = "all"
+"""The label of a summary row over every GPU family or every source."""
+LOADS = ("concurrency", "static_batch")
+CONFIG = ["model_id", "catalog_gpu", "tp", "pp", "quantization", "kv_dtype"]
+"""The columns that pick one roofline."""
+ROW_COLUMNS = ["row_id", "source_id", "source_row", "engine", "gpu", "gpu_family", "catalog_gpu", "model",
+               "model_id", "precision", "quantization", "kv_dtype", "tp", "pp", "ep", "dp", "gpu_count",
+               "load_mode", "concurrency", "batch_size", "batch", "input_len", "output_len"]
+MEASURED_COLUMNS = ["measured_tpot_s", "tpot_key", "measured_ttft_s", "ttft_key", "measured_throughput",
+                    "throughput_key"]
+_QUANT_TOKENS = frozenset({"fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8",
+                           "w4a8", "kv", "v2", "dynamic", "quantized"})
+_PRECISION = {"fp8": "fp8", "int8": "int8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "int4-awq": "awq",
+              "int4-gptq": "gptq"}
+_KV = {"auto": "auto", "bf16": "auto", "fp16": "auto", "fp8": "fp8", "fp8_e4m3": "fp8_e4m3",
+       "fp8_e5m2": "fp8_e5m2"}
+
+
+class _SkipError(Exception):
+    """A configuration the product cannot state: ``reason`` (counted) and ``detail`` (shown)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(reason)
+        self.reason, self.detail = reason, detail
+
+
+# ---------------------------------------------------------------- model, precision, KV dtype
+
+def _requantised_names(name: str) -> Iterator[str]:
+    """``nvidia/DeepSeek-R1-0528-FP4-V2`` → ``DeepSeek-R1-0528-FP4``, ``DeepSeek-R1-0528`` (repo name, trailing
+    quantisation tokens dropped one at a time)."""
+    parts = name.rsplit("/", 1)[-1].split("-")
+    while len(parts) > 1 and parts[-1].lower() in _QUANT_TOKENS:
+        parts = parts[:-1]
+        yield "-".join(parts).lower()
+
+
+@lru_cache(maxsize=1)
+def _repo_names() -> dict[str, str | None]:
+    """Repository name (no organisation, lower case) → catalog id; None where two catalog models share it."""
+    out: dict[str, str | None] = {}
+    for m in load_models().values():
+        for n in {x.rsplit("/", 1)[-1].lower() for x in (m.id, *m.aliases)}:
+            out[n] = m.id if out.get(n, m.id) == m.id else None
+    return out
+
+
+def resolve_model(name: str) -> str | None:
+    """The catalog id of a corpus model name: the id or an alias as is, else the catalog model that a
+    re-quantised checkpoint repackages (``amd/Llama-3.1-405B-Instruct-FP8-KV`` → ``meta-llama/Llama-3.1-405B``;
+    the row's ``precision`` then says the format). None when neither finds one unambiguously."""
+    try:
+        return get_model(name).id
+    except InvalidInputError:
+        pass
+    return next((mid for n in _requantised_names(name) if (mid := _repo_names().get(n))), None)
+
+
+def quantization_for(precision: str, model: ModelSpec, gpu: GPUSpec) -> str | None:
+    """The product's ``quantization`` for a corpus weight precision (raises :class:`_SkipError` when none fits).
+
+    bf16/fp16 → None (the checkpoint's format), or ``"none"`` when the catalog checkpoint is itself quantised
+    (a 16-bit run of it); fp8 → fp8; int8 → int8; nvfp4, mxfp4 → themselves (gpt-oss's mxfp4 resolves to
+    mxfp4-moe in the roofline); fp4 without a block format → nvfp4 on NVIDIA, mxfp4 elsewhere; int4-awq →
+    awq; int4-gptq → gptq. int4 without a scheme, w4a8 and fp32 have no product format.
+    """
+    if precision in ("bf16", "fp16"):
+        return "none" if model.quantization else None
+    if precision == "fp4":
+        return "nvfp4" if gpu.vendor.upper() == "NVIDIA" else "mxfp4"
+    if precision in _PRECISION:
+        return _PRECISION[precision]
+    raise _SkipError("precision has no product format", precision)
+
+
+def kv_dtype_for(kv_cache_dtype: object) -> str:
+    """The product's ``kv_cache_dtype`` for the corpus field (null, auto, bf16, fp16 → ``auto``)."""
+    if kv_cache_dtype is None or (not isinstance(kv_cache_dtype, str) and bool(pd.isna(kv_cache_dtype))):
+        return "auto"
+    if str(kv_cache_dtype) not in _KV:
+        raise _SkipError("KV-cache dtype not modelled", str(kv_cache_dtype))
+    return _KV[str(kv_cache_dtype)]
+
+
+@cache
+def _roofline(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
+              efficiencies: Efficiencies) -> Roofline:
+    """One roofline per configuration, built once (the cache key is the configuration)."""
+    return Roofline(get_model(model_id), get_gpu(gpu_id), tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                    quantization=quantization, kv_cache_dtype=kv_dtype, efficiencies=efficiencies)
+
+
+def _configure(model_id: str, gpu_id: str, tp: int, pp: int, precision: str, kv: object) -> tuple[Any, str]:
+    """``(quantization, kv_dtype)`` of one distinct configuration, checked by building its roofline."""
+    model, gpu = get_model(model_id), get_gpu(gpu_id)
+    quant, kv_dtype = quantization_for(precision, model, gpu), kv_dtype_for(kv)
+    try:
+        _roofline(model_id, gpu_id, tp, pp, quant, kv_dtype, Efficiencies())
+    except InvalidInputError as exc:
+        raise _SkipError("the roofline refuses the configuration", str(exc)) from None
+    return quant, kv_dtype
+
+
+# ---------------------------------------------------------------- screening
+
+def _first_present(f: pd.DataFrame, keys: tuple[str, ...]) -> tuple[pd.Series, pd.Series]:
+    """Per row, the first of ``keys`` that is present: its value and its name (NaN / None when none is)."""
+    value = pd.Series(np.nan, index=f.index, dtype=float)
+    key = pd.Series(None, index=f.index, dtype=object)
+    for k in keys:
+        if k in f.columns:
+            take = value.isna() & f[k].notna()
+            value[take], key[take] = f.loc[take, k].astype(float), k
+    return value, key
+
+
+def _measured(f: pd.DataFrame) -> pd.DataFrame:
+    """Measured TPOT and TTFT [s], output tokens/s per GPU, and the key each was read from."""
+    tpot, tpot_key = _first_present(f, MEASURED_KEYS["tpot"])
+    ttft, ttft_key = _first_present(f, MEASURED_KEYS["ttft"])
+    per_gpu = f[THROUGHPUT_PER_GPU] if THROUGHPUT_PER_GPU in f.columns else pd.Series(np.nan, index=f.index)
+    total = f[THROUGHPUT_TOTAL] if THROUGHPUT_TOTAL in f.columns else pd.Series(np.nan, index=f.index)
+    tput = per_gpu.astype(float).fillna(total.astype(float) / f["gpu_count"].astype(float))
+    tput_key = pd.Series(None, index=f.index, dtype=object)
+    tput_key[total.notna()] = f"{THROUGHPUT_TOTAL} / gpu_count"
+    tput_key[per_gpu.notna()] = THROUGHPUT_PER_GPU
+    return pd.DataFrame({"measured_tpot_s": tpot * 1e-3, "tpot_key": tpot_key, "measured_ttft_s": ttft * 1e-3,
+                         "ttft_key": ttft_key, "measured_throughput": tput, "throughput_key": tput_key},
+                        index=f.index)
+
+
+def _flag(reason: pd.Series, detail: pd.Series, mask: pd.Series, why: str, what: Any) -> None:
+    """Give ``why`` (and ``what``) to the rows of ``mask`` that have no reason yet, in place."""
+    new = mask.fillna(False).astype(bool) & reason.isna()
+    reason[new] = why
+    detail[new] = what[new] if isinstance(what, pd.Series) else what
+
+
+def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
+    """Row ids, resolved model, batch [sequences] and measured values."""
+    f = frame.reset_index(drop=True).copy()
+    if "row_id" not in f.columns:
+        f["row_id"] = np.arange(len(f))
+    f["source_row"] = f.groupby("source_id").cumcount()
+    if "catalog_gpu" not in f.columns:
+        f["catalog_gpu"] = f["gpu"].map(lambda g: GPUS.get(g, ("other", None))[1])
+    if "gpu_family" not in f.columns:
+        f["gpu_family"] = f["gpu"].map(lambda g: GPUS.get(g, ("other", None))[0])
+    for col in ("disaggregated", "spec_decoding", "kv_cache_dtype", "ep", "dp", "concurrency", "batch_size"):
+        if col not in f.columns:
+            f[col] = False if col == "disaggregated" else None
+    f["model_id"] = f["model"].map({m: resolve_model(m) for m in f["model"].unique()})
+    f["batch"] = np.where(f["load_mode"] == "static_batch", f["batch_size"], f["concurrency"]).astype(float)
+    return f.join(_measured(f))
+
+
+def _row_checks(f: pd.DataFrame) -> list[tuple[pd.Series, str, Any]]:
+    """The row-level reasons to skip, in the order they are given: (mask, reason, detail)."""
+    one_replica = f["gpu_count"] == f["tp"].astype(float) * f["pp"].astype(float)
+    no_metric = f[["measured_tpot_s", "measured_ttft_s", "measured_throughput"]].isna().all(axis=1)
+    return [
+        (f["load_mode"] == "offline_max", "offline_max: a throughput ceiling, not a load point", "offline_max"),
+        (f["load_mode"] == "request_rate", "request_rate: an arrival rate, not a batch (not modelled yet)",
+         f["request_rate"].astype(str) + " req/s" if "request_rate" in f.columns else ""),
+        (~f["load_mode"].isin(LOADS), "load mode not modelled", f["load_mode"].astype(str)),
+        (f["disaggregated"].astype(bool), "prefill/decode disaggregated (not modelled)", "disaggregated"),
+        (f["spec_decoding"].notna(), "speculative decoding (not modelled)", f["spec_decoding"].astype(str)),
+        (f["model_id"].isna(), "model not in the catalog", f["model"].astype(str)),
+        (f["catalog_gpu"].isna(), "GPU has no catalog id", f["gpu"].astype(str)),
+        (f["tp"].isna() | f["pp"].isna(), "tp or pp not stated", "tp/pp"),
+        (f["input_len"].isna() | f["output_len"].isna(), "input_len or output_len not stated", "lengths"),
+        (no_metric, "no TPOT, TTFT or output-throughput metric", "metrics"),
+        (~one_replica, "gpu_count differs from tp × pp (replicas or layout not stated)",
+         f["gpu_count"].astype(str) + " GPUs"),
+    ]
+
+
+def _config_checks(f: pd.DataFrame, reason: pd.Series, detail: pd.Series) -> None:
+    """Quantization and KV dtype of each distinct configuration still in play; a refused one skips its rows."""
+    keys = ["model_id", "catalog_gpu", "tp", "pp", "precision", "kv_cache_dtype"]
+    live = f[reason.isna()]
+    f["quantization"], f["kv_dtype"] = None, None
+    for key, idx in live.groupby(keys, dropna=False, sort=False).groups.items():
+        model_id, gpu_id, tp, pp, precision, kv = key
+        try:
+            quant, kv_dtype = _configure(str(model_id), str(gpu_id), int(tp), int(pp), str(precision), kv)
+        except _SkipError as skip:
+            _flag(reason, detail, f.index.isin(idx) & reason.isna(), skip.reason, skip.detail)
+            continue
+        f.loc[idx, "quantization"], f.loc[idx, "kv_dtype"] = quant, kv_dtype
+
+
+@dataclass(frozen=True)
+class Screened:
+    """The corpus split in two: ``rows`` the model can predict, ``skipped`` (row_id, source_id,
+    source_row, reason, detail) the rest."""
+
+    rows: pd.DataFrame
+    skipped: pd.DataFrame
+
+
+def screen(frame: pd.DataFrame | None = None) -> Screened:
+    """Split ``frame`` (default: the whole corpus, :func:`measurements_frame`) into comparable and skipped
+    rows. Each skipped row carries the first reason that applies (order: module docstring)."""
+    f = _prepare(measurements_frame() if frame is None else frame)
+    reason = pd.Series(None, index=f.index, dtype=object)
+    detail = pd.Series(None, index=f.index, dtype=object)
+    for mask, why, what in _row_checks(f):
+        _flag(reason, detail, pd.Series(mask, index=f.index), why, what)
+    _config_checks(f, reason, detail)
+    skipped = f.loc[reason.notna(), ["row_id", "source_id", "source_row"]].assign(
+        reason=reason[reason.notna()], detail=detail[reason.notna()])
+    rows = f.loc[reason.isna()]
+    for col in ("tp", "pp", "gpu_count", "input_len", "output_len"):
+        rows = rows.astype({col: np.int64})
+    return Screened(rows=rows[ROW_COLUMNS + MEASURED_COLUMNS].reset_index(drop=True),
+                    skipped=skipped.reset_index(drop=True))
+
+
+def comparable_rows(frame: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The rows of ``frame`` (default: the corpus) the model can predict, one per measurement: the
+    configuration (``model_id``, ``catalog_gpu``, ``tp``, ``pp``, ``quantization``, ``kv_dtype``), the load
+    (``batch`` [sequences]), lengths [tokens] and the measured values with their
+    keys (``measured_tpot_s``, ``measured_ttft_s`` [s], ``measured_throughput`` [tokens/s per GPU])."""
+    return screen(frame).rows
+
+
+def skipped_rows(frame: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The rows :func:`comparable_rows` leaves out: row_id, source_id, source_row, reason, detail."""
+    return screen(frame).skipped
+
+
+# ---------------------------------------------------------------- predictions and errors
+
+def _static_metrics(pm: Roofline, b: np.ndarray, i: np.ndarray, o: np.ndarray) -> dict[str, np.ndarray]:
+    """A static batch (all prompts start together): the serving module's own static-batch metrics where it
+    has them; else :func:`serving_metrics` with TTFT = the prefill of all ``b`` prompts."""
+    static_batch_metrics = getattr(serving, "static_batch_metrics", None)
+    if static_batch_metrics is not None:
+        return dict(static_batch_metrics(pm, b, i, o))
+    return {**serving.serving_metrics(pm, b, i, o), "ttft_s": pm.prefill_time_s(i, b)}
+
+
+def _predict_config(rows: pd.DataFrame, efficiencies: Efficiencies) -> pd.DataFrame:
+    """Predicted TPOT, TTFT [s] and output tokens/s per GPU of rows that share one configuration: the
+    closed-loop metrics at ``batch`` requests in flight, or the static-batch ones for static batches."""
+    first = rows.iloc[0]
+    quant = None if pd.isna(first["quantization"]) else str(first["quantization"])
+    pm = _roofline(str(first["model_id"]), str(first["catalog_gpu"]), int(first["tp"]), int(first["pp"]), quant,
+                   str(first["kv_dtype"]), efficiencies)
+    b = rows["batch"].to_numpy(float)
+    i, o = rows["input_len"].to_numpy(float), rows["output_len"].to_numpy(float)
+    sm = serving.serving_metrics(pm, b, i, o)
+    static = rows["load_mode"].to_numpy() == "static_batch"
+    if static.any():
+        st = _static_metrics(pm, b, i, o)
+        sm = {k: np.where(static, st[k], sm[k]) for k in ("tpot_s", "ttft_s", "output_tokens_per_s_per_gpu")}
+    return pd.DataFrame({"predicted_tpot_s": sm["tpot_s"], "predicted_ttft_s": sm["ttft_s"],
+                         "predicted_throughput": sm["output_tokens_per_s_per_gpu"]}, index=rows.index)
+
+
+def signed_error(predicted: Any, measured: Any) -> Any:
+    """``predicted / measured − 1`` (a fraction: 0.030 s against 0.040 s is −0.25)."""
+    return np.asarray(predicted, dtype=float) / np.asarray(measured, dtype=float) - 1
+
+
+def predict(rows: pd.DataFrame, efficiencies: Efficiencies | None = None) -> pd.DataFrame:
+    """One row per (comparable row, metric it carries): ``metric``, ``unit``, ``measured_key``, ``measured``
+    and ``predicted`` (s, or tokens/s per GPU), ``error`` = predicted/measured − 1, ``log_ratio`` =
+    ln(measured/predicted). One roofline per configuration; serving_metrics over its rows at once."""
+    eff = efficiencies or Efficiencies()
+    groups = rows.groupby(CONFIG, dropna=False, sort=False)
+    wide = rows.join(pd.concat([_predict_config(g, eff) for _, g in groups]))
+    parts = []
+    for metric in METRICS:
+        suffix = "" if metric == "throughput" else "_s"
+        sub = wide.loc[wide[f"measured_{metric}{suffix}"].notna()]
+        parts.append(sub[ROW_COLUMNS].assign(
+            metric=metric, unit=UNITS[metric], measured_key=sub[f"{metric}_key"],
+            measured=sub[f"measured_{metric}{suffix}"], predicted=sub[f"predicted_{metric}{suffix}"]))
+    out = pd.concat(parts, ignore_index=True)
+    out["error"] = signed_error(out["predicted"], out["measured"])
+    out["log_ratio"] = np.log(out["measured"] / out["predicted"])
+    return out
+
+
+def _order(table: pd.DataFrame) -> pd.DataFrame:
+    """Metric order of :data:`METRICS`, ``all`` first, then families in :data:`FAMILIES` order, then sources."""
+    fam_rank = {f: i + 1 for i, f in enumerate(FAMILIES)} | {ALL: 0}
+    key = pd.DataFrame({"m": table["metric"].map({m: i for i, m in enumerate(METRICS)}),
+                        "f": table["gpu_family"].map(fam_rank).fillna(len(FAMILIES) + 1),
+                        "s0": table["source_id"] != ALL, "s": table["source_id"]})
+    return table.loc[key.sort_values(["m", "f", "s0", "s"]).index].reset_index(drop=True)
+
+
+def _summarise(e: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    g = e.groupby(["metric", *by], sort=False)
+    out = pd.DataFrame({"n": g.size(), "median_abs_error": g["abs"].median(), "bias": g["err"].median(),
+                        "p90_abs_error": g["abs"].quantile(0.9)}).reset_index()
+    for col in ("gpu_family", "source_id"):
+        if col not in by:
+            out[col] = ALL
+    return out
+
+
+def error_table(pred: pd.DataFrame, error: str = "error") -> pd.DataFrame:
+    """Per metric × GPU family × source (``"all"`` for every family or every source, both for the overall
+    row): ``n``, ``median_abs_error``, ``bias`` (median signed error) and ``p90_abs_error``, all fractions of
+    the measured value, from column ``error`` of ``pred`` (``"error"`` or ``"loso_error"``)."""
+    e = pred[["metric", "gpu_family", "source_id"]].assign(err=pred[error], abs=pred[error].abs())
+    levels: list[list[str]] = [[], ["gpu_family"], ["source_id"], ["gpu_family", "source_id"]]
+    table = pd.concat([_summarise(e, by) for by in levels], ignore_index=True)
+    cols = ["metric", "gpu_family", "source_id", "n", "median_abs_error", "bias", "p90_abs_error"]
+    return _order(table[cols])
+
+
+# ---------------------------------------------------------------- leave one source out
+
+def _lookup(rows: pd.DataFrame, medians: pd.Series, on: list[str]) -> np.ndarray:
+    """``medians`` (indexed by ``on``) looked up for each row of ``rows``; NaN where it has no entry."""
+    if medians.empty:
+        return np.full(len(rows), np.nan)
+    table = medians.rename("value").reset_index()
+    return rows[on].merge(table, how="left", on=on)["value"].to_numpy(float)
+
+
+def fit_correction(train: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """The log correction ``c`` for ``rows`` fitted on ``train`` (one metric): the median ``log_ratio`` of
+    the training rows of the same (GPU family, engine); else of the same GPU family; else of all training
+    rows; else 0 (no training rows: left uncorrected). Returns ``log_correction`` and ``correction_level``."""
+    cell = _lookup(rows, train.groupby(["gpu_family", "engine"])["log_ratio"].median(), ["gpu_family", "engine"])
+    fam = _lookup(rows, train.groupby("gpu_family")["log_ratio"].median(), ["gpu_family"])
+    every = float(train["log_ratio"].median()) if len(train) else math.nan
+    value = np.where(~np.isnan(cell), cell, np.where(~np.isnan(fam), fam, every))
+    level = np.select([~np.isnan(cell), ~np.isnan(fam), np.full(len(rows), not math.isnan(every))],
+                      ["GPU family and engine", "GPU family", "all other sources"], "none")
+    return pd.DataFrame({"log_correction": np.nan_to_num(value, nan=0.0), "correction_level": level},
+                        index=rows.index)
+
+
+def loso_rows(pred: pd.DataFrame) -> pd.DataFrame:
+    """``pred`` with each source's rows corrected by :func:`fit_correction` fitted on the other sources'
+    rows of the same metric: ``log_correction``, ``correction_level``, ``corrected`` (predicted ×
+    e^c), ``loso_error`` = corrected/measured − 1, ``loso_log_ratio`` = ln(measured/corrected)."""
+    parts = []
+    for (metric, source), held in pred.groupby(["metric", "source_id"], sort=False):
+        train = pred[(pred["metric"] == metric) & (pred["source_id"] != source)]
+        parts.append(fit_correction(train, held))
+    out = pred.join(pd.concat(parts)) if parts else pred.assign(log_correction=0.0, correction_level="none")
+    out["corrected"] = out["predicted"] * np.exp(out["log_correction"])
+    out["loso_error"] = signed_error(out["corrected"], out["measured"])
+    out["loso_log_ratio"] = out["log_ratio"] - out["log_correction"]
+    return out
+
+
+def residual_band(loso: pd.DataFrame) -> pd.DataFrame:
+    """Per metric, the 10 % and 90 % quantiles of the LOSO residual ``ln(measured / corrected)`` and the
+    80 % band as factors on the corrected prediction (``low_factor = e^q10``, ``high_factor = e^q90``)."""
+    q_lo, q_hi = BAND_QUANTILES
+    g = loso.groupby("metric")["loso_log_ratio"]
+    band = pd.DataFrame({"n": g.size(), "q10_log": g.quantile(q_lo), "q90_log": g.quantile(q_hi)})
+    band["low_factor"], band["high_factor"] = np.exp(band["q10_log"]), np.exp(band["q90_log"])
+    return band.reindex([m for m in METRICS if m in band.index]).rename_axis("metric").reset_index()
+
+
+def _held_out_band(pred: pd.DataFrame, loso: pd.DataFrame, source: str) -> pd.DataFrame:
+    """``source``'s corrected rows with the band fitted without it (nested LOSO) and whether it holds them."""
+    band = residual_band(loso_rows(pred[pred["source_id"] != source])).set_index("metric")
+    held = loso[loso["source_id"] == source]
+    lo, hi = held["metric"].map(band["q10_log"]), held["metric"].map(band["q90_log"])
+    r = held["loso_log_ratio"]
+    return held.assign(band_low=held["corrected"] * np.exp(lo), band_high=held["corrected"] * np.exp(hi),
+                       covered=(r >= lo) & (r <= hi), has_band=lo.notna() & hi.notna())
+
+
+def band_coverage(pred: pd.DataFrame, loso: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Share of held-out rows whose measured value lies in ``corrected × [e^q10, e^q90]``, the quantiles
+    fitted without the row's source (and its correction fitted without it too). Per metric and source
+    (``source_id`` ``"all"`` for all sources); rows whose metric no other source has are not counted."""
+    loso = loso_rows(pred) if loso is None else loso
+    held = pd.concat([_held_out_band(pred, loso, s) for s in loso["source_id"].unique()])
+    held = held[held["has_band"]]
+    parts = []
+    for by in (["metric"], ["metric", "source_id"]):
+        g = held.groupby(by, sort=False)["covered"]
+        t = pd.DataFrame({"n": g.size(), "coverage": g.mean()}).reset_index()
+        parts.append(t if "source_id" in by else t.assign(source_id=ALL))
+    table = pd.concat(parts, ignore_index=True)[["metric", "source_id", "n", "coverage"]]
+    return _order(table.assign(gpu_family=ALL))[["metric", "source_id", "n", "coverage"]]
+
+
+def worst_rows(loso: pd.DataFrame, n: int = 10) -> pd.DataFrame:
+    """The ``n`` rows furthest from their measurement after the LOSO correction, by |ln(measured /
+    corrected)| (so 2× too high and 2× too low rank alike), with the uncorrected figures beside them."""
+    cols = ["source_id", "model", "gpu", "tp", "pp", "concurrency", "batch", "input_len", "output_len", "metric",
+            "unit", "measured", "predicted", "error", "corrected", "loso_error"]
+    order = loso["loso_log_ratio"].abs().sort_values(ascending=False).index[:n]
+    return loso.loc[order, cols].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class LosoResult:
+    """Leave-one-source-out: corrected rows, their error table, worst rows, the band and its coverage."""
+
+    rows: pd.DataFrame
+    table: pd.DataFrame
+    worst: pd.DataFrame
+    band: pd.DataFrame
+    coverage: pd.DataFrame
+
+
+def leave_one_source_out(pred: pd.DataFrame, worst: int = 10) -> LosoResult:
+    """Correct each source with a factor fitted on the others (:func:`loso_rows`), then summarise: the
+    error table of ``loso_error``, the ``worst`` rows, the residual band and its held-out coverage."""
+    rows = loso_rows(pred)
+    return LosoResult(rows=rows, table=error_table(rows, "loso_error"), worst=worst_rows(rows, worst),
+                      band=residual_band(rows), coverage=band_coverage(pred, rows))
+
+
+# ---------------------------------------------------------------- targets and the report
+
+def target_checks(table: pd.DataFrame, stage: str) -> pd.DataFrame:
+    """Each metric against its targets: overall median |error| ≤ :data:`TARGETS`, and every GPU family's
+    bias within ± :data:`BIAS_TARGET`. Columns: stage, metric, check, value, target, met, detail."""
+    out = []
+    for metric in METRICS:
+        rows = table[(table["metric"] == metric) & (table["source_id"] == ALL)]
+        overall = rows[rows["gpu_family"] == ALL]
+        if overall.empty:
+            continue
+        mae = float(overall["median_abs_error"].iloc[0])
+        out.append((stage, metric, "median |error|", mae, TARGETS[metric], mae <= TARGETS[metric], ""))
+        fams = rows[rows["gpu_family"] != ALL]
+        off = fams[fams["bias"].abs() > BIAS_TARGET]
+        worst = float(fams["bias"].abs().max()) if len(fams) else math.nan
+        detail = ", ".join(f"{f} {b:+.0%}" for f, b in zip(off["gpu_family"], off["bias"], strict=True))
+        out.append((stage, metric, "GPU-family bias", worst, BIAS_TARGET, off.empty, detail))
+    return pd.DataFrame(out, columns=["stage", "metric", "check", "value", "target", "met", "detail"])
+
+
+def _plain(v: Any) -> Any:
+    """A JSON-ready scalar: numpy → Python, NaN → None."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{k: _plain(v) for k, v in row.items()} for row in df.to_dict("records")]
+
+
+@dataclass(frozen=True)
+class AccuracyReport:
+    """Everything the harness computes: counts, per-row predictions (with LOSO columns), the uncorrected
+    and LOSO error tables, the worst rows, the 80 % band, its held-out coverage and the target checks."""
+
+    comparable_rows: int
+    skipped: pd.DataFrame
+    predictions: pd.DataFrame
+    uncorrected: pd.DataFrame
+    loso: pd.DataFrame
+    worst: pd.DataFrame
+    band: pd.DataFrame
+    coverage: pd.DataFrame
+    targets: pd.DataFrame
+
+    def skipped_by_reason(self) -> pd.Series:
+        """Skipped rows per reason, most first."""
+        return self.skipped["reason"].value_counts()
+
+    def measured_keys(self) -> pd.DataFrame:
+        """How many compared points used each measured key, per metric."""
+        return self.predictions.groupby(["metric", "measured_key"]).size().rename("n").reset_index()
+
+    def to_json(self) -> dict[str, Any]:
+        """A plain dict: counts, tables (errors as fractions, values in s or tokens/s per GPU), band factors."""
+        return {
+            "comparable_rows": self.comparable_rows,
+            "compared_points": {m: int((self.predictions["metric"] == m).sum()) for m in METRICS},
+            "skipped_rows": len(self.skipped),
+            "skipped_by_reason": {str(k): int(v) for k, v in self.skipped_by_reason().items()},
+            "measured_keys": _records(self.measured_keys()),
+            "units": dict(UNITS),
+            "error_definition": "predicted / measured - 1 (fraction)",
+            "targets": {"median_abs_error": dict(TARGETS), "gpu_family_bias": BIAS_TARGET},
+            "uncorrected": _records(self.uncorrected),
+            "leave_one_source_out": _records(self.loso),
+            "target_checks": _records(self.targets),
+            "band_80": _records(self.band),
+            "band_coverage": _records(self.coverage),
+            "worst": _records(self.worst),
+        }
+
+
+def assemble(screened: Screened, uncorrected: pd.DataFrame, loso: LosoResult) -> AccuracyReport:
+    """The report from its parts (the screened corpus, the uncorrected table, the LOSO result), with the
+    target checks of both tables."""
+    targets = pd.concat([target_checks(uncorrected, "uncorrected"), target_checks(loso.table, "LOSO")],
+                        ignore_index=True)
+    return AccuracyReport(comparable_rows=len(screened.rows), skipped=screened.skipped, predictions=loso.rows,
+                          uncorrected=uncorrected, loso=loso.table, worst=loso.worst, band=loso.band,
+                          coverage=loso.coverage, targets=targets)
+
+
+def accuracy_report(frame: pd.DataFrame | None = None, efficiencies: Efficiencies | None = None,
+                    worst: int = 10) -> AccuracyReport:
+    """Screen, predict, score and cross-validate ``frame`` (default: the whole corpus) in one call."""
+    screened = screen(frame)
+    pred = predict(screened.rows, efficiencies)
+    return assemble(screened, error_table(pred), leave_one_source_out(pred, worst))
+
+
+__all__ = ["ALL", "BAND_QUANTILES", "BIAS_TARGET", "FAMILIES", "LABELS", "METRICS", "TARGETS", "UNITS",
+           "AccuracyReport", "LosoResult", "Screened", "accuracy_report", "assemble", "band_coverage",
+           "comparable_rows", "error_table", "fit_correction", "kv_dtype_for", "leave_one_source_out", "loso_rows",
+           "predict", "quantization_for", "residual_band", "resolve_model", "screen", "signed_error",
+           "skipped_rows", "target_checks", "worst_rows"]

@@ -1,0 +1,183 @@
+"""The accuracy harness: its error arithmetic against hand-worked numbers, the screening of hand-made rows,
+a leave-one-source-out fit that never looks at the held-out source, and the real corpus end to end (no
+accuracy thresholds are asserted: the harness reports them, it does not pass or fail on them)."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calculators.perf.accuracy import (
+    ALL,
+    AccuracyReport,
+    accuracy_report,
+    comparable_rows,
+    error_table,
+    fit_correction,
+    loso_rows,
+    predict,
+    residual_band,
+    screen,
+    signed_error,
+)
+from calculators.perf.measurements import load_measurements
+from calculators.perf.roofline import Roofline
+from calculators.specs.catalog import get_gpu, get_model
+
+BASE = {"source_id": "a", "engine": "vllm", "gpu": "H100 SXM 80GB", "gpu_count": 1, "model": "meta-llama/Llama-3.1-8B",
+        "precision": "bf16", "kv_cache_dtype": None, "tp": 1, "pp": 1, "ep": None, "dp": None, "input_len": 1000,
+        "output_len": 200, "load_mode": "concurrency", "concurrency": 16, "request_rate": None, "batch_size": None,
+        "disaggregated": False, "spec_decoding": None, "tpot_median_ms": 20.0}
+
+
+def _frame(*rows: dict) -> pd.DataFrame:
+    """Hand-made rows shaped like ``measurements_frame()`` (fields, then one column per metric key)."""
+    return pd.DataFrame([BASE | r for r in rows])
+
+
+# ---------------------------------------------------------------- error arithmetic, worked by hand
+
+def test_signed_error_is_predicted_over_measured_minus_one():
+    assert signed_error(0.030, 0.040) == pytest.approx(-0.25)   # 30 ms against 40 ms: 25 % low
+    assert signed_error(50.0, 40.0) == pytest.approx(0.25)
+    assert signed_error(1200.0, 1000.0) == pytest.approx(0.20)
+
+
+def test_error_table_by_hand():
+    # errors −0.25, +0.10, +0.50 (one family, one source): |e| = 0.25, 0.10, 0.50
+    pred = pd.DataFrame({"metric": "tpot", "gpu_family": "NVIDIA Hopper", "source_id": "a",
+                         "predicted": [0.030, 0.044, 0.060], "measured": [0.040, 0.040, 0.040]})
+    pred["error"] = signed_error(pred["predicted"], pred["measured"])
+    table = error_table(pred)
+    overall = table[(table["gpu_family"] == ALL) & (table["source_id"] == ALL)].iloc[0]
+    assert overall["n"] == 3
+    assert overall["median_abs_error"] == pytest.approx(0.25)
+    assert overall["bias"] == pytest.approx(0.10)                 # median of −0.25, 0.10, 0.50
+    assert overall["p90_abs_error"] == pytest.approx(0.25 + 0.8 * (0.50 - 0.25))  # linear, position 1.8
+    levels = set(zip(table["gpu_family"], table["source_id"], strict=True))
+    assert levels == {(ALL, ALL), ("NVIDIA Hopper", ALL), (ALL, "a"), ("NVIDIA Hopper", "a")}
+
+
+def test_residual_band_quantiles_by_hand():
+    loso = pd.DataFrame({"metric": "ttft", "loso_log_ratio": np.arange(11.0)})   # 0 … 10
+    band = residual_band(loso).iloc[0]
+    assert (band["q10_log"], band["q90_log"]) == pytest.approx((1.0, 9.0))
+    assert (band["low_factor"], band["high_factor"]) == pytest.approx((math.e, math.exp(9.0)))
+
+
+# ---------------------------------------------------------------- screening hand-made rows
+
+def test_screen_keeps_what_it_can_predict_and_says_why_not_otherwise():
+    frame = _frame(
+        {},                                                                          # 0 comparable
+        {"load_mode": "offline_max", "concurrency": None},                           # 1
+        {"load_mode": "request_rate", "concurrency": None, "request_rate": 2.0},     # 2
+        {"disaggregated": True},                                                     # 3
+        {"spec_decoding": "mtp"},                                                    # 4
+        {"model": "MiniMaxAI/MiniMax-M2.5"},                                         # 5
+        {"gpu": "H100 80GB"},                                                        # 6 no catalog id
+        {"output_len": None},                                                        # 7
+        {"precision": "int4"},                                                       # 8 scheme not stated
+        {"model": "nvidia/Llama-3.1-8B-Instruct-FP8", "precision": "fp8"},           # 9 re-quantised checkpoint
+        {"gpu_count": 8},                                                            # 10 8 GPUs for TP1
+    )
+    s = screen(frame)
+    assert sorted(s.rows["row_id"]) == [0, 9]
+    reasons = dict(zip(s.skipped["row_id"], s.skipped["reason"], strict=True))
+    assert reasons[1].startswith("offline_max") and reasons[2].startswith("request_rate")
+    assert "disaggregated" in reasons[3] and "speculative" in reasons[4]
+    assert reasons[5] == "model not in the catalog" and reasons[6] == "GPU has no catalog id"
+    assert "output_len" in reasons[7] and "precision" in reasons[8] and "tp × pp" in reasons[10]
+    fp8 = s.rows.set_index("row_id").loc[9]
+    assert (fp8["model_id"], fp8["quantization"]) == ("meta-llama/Llama-3.1-8B", "fp8")
+
+
+def test_measured_values_fall_back_in_the_stated_order():
+    rows = comparable_rows(_frame(
+        {"tpot_median_ms": None, "itl_median_ms": 25.0, "tpot_mean_ms": 99.0, "output_tok_s": 1000.0,
+         "model": "meta-llama/Llama-3.1-70B", "tp": 4, "gpu_count": 4},
+        {"tpot_median_ms": None, "itl_median_ms": None, "tpot_mean_ms": 30.0, "output_tok_s_per_gpu": 300.0,
+         "output_tok_s": 9999.0, "ttft_median_ms": None, "ttft_mean_ms": 400.0},
+    )).set_index("row_id")
+    assert (rows.loc[0, "measured_tpot_s"], rows.loc[0, "tpot_key"]) == (pytest.approx(0.025), "itl_median_ms")
+    assert rows.loc[0, "measured_throughput"] == pytest.approx(250.0)      # 1000 tokens/s ÷ 4 GPUs
+    assert rows.loc[0, "throughput_key"] == "output_tok_s / gpu_count"
+    assert (rows.loc[1, "measured_tpot_s"], rows.loc[1, "tpot_key"]) == (pytest.approx(0.030), "tpot_mean_ms")
+    assert (rows.loc[1, "measured_throughput"], rows.loc[1, "throughput_key"]) == (300.0, "output_tok_s_per_gpu")
+    assert (rows.loc[1, "measured_ttft_s"], rows.loc[1, "ttft_key"]) == (pytest.approx(0.4), "ttft_mean_ms")
+
+
+def test_predict_compares_like_with_like():
+    frame = _frame({"ttft_median_ms": 80.0},
+                   {"load_mode": "static_batch", "concurrency": None, "batch_size": 8, "tpot_median_ms": None,
+                    "ttft_ms": 500.0})
+    pred = predict(comparable_rows(frame)).set_index(["row_id", "metric"])
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
+    assert pred.loc[(1, "ttft"), "predicted"] == pytest.approx(float(r.prefill_time_s(1000, 8)))  # all 8 prompts
+    assert set(pred.index) == {(0, "tpot"), (0, "ttft"), (1, "ttft")}
+    row = pred.loc[(0, "tpot")]
+    assert (row["measured"], row["unit"]) == (pytest.approx(0.020), "s")
+    assert row["error"] == pytest.approx(row["predicted"] / 0.020 - 1)
+    assert row["log_ratio"] == pytest.approx(math.log(0.020 / row["predicted"]))
+
+
+# ---------------------------------------------------------------- leave one source out
+
+def _pred(source: str, ratios: list[float], family: str = "NVIDIA Hopper", engine: str = "vllm") -> pd.DataFrame:
+    """Rows of one source whose measured / predicted ratios are ``ratios`` (predicted 1.0)."""
+    return pd.DataFrame({"metric": "tpot", "source_id": source, "gpu_family": family, "engine": engine,
+                         "predicted": 1.0, "measured": ratios, "log_ratio": np.log(ratios)})
+
+
+def test_loso_never_uses_the_held_out_source():
+    # "big" would pull a pooled median to ln 2 (5 of 7 rows); each source must be corrected by the other alone
+    pred = pd.concat([_pred("big", [2.0] * 5), _pred("small", [0.5, 0.8])], ignore_index=True)
+    out = loso_rows(pred)
+    big, small = out[out["source_id"] == "big"], out[out["source_id"] == "small"]
+    # big: median of ln 0.5 and ln 0.8 = (ln 0.5 + ln 0.8) / 2 → factor √0.4 = 0.6325
+    assert np.allclose(big["log_correction"], (math.log(0.5) + math.log(0.8)) / 2)
+    assert np.allclose(big["corrected"], math.sqrt(0.4))
+    assert np.allclose(small["corrected"], 2.0)                  # small: big's median ratio, 2
+    assert set(out["correction_level"]) == {"GPU family and engine"}
+    assert np.allclose(big["loso_error"], math.sqrt(0.4) / 2.0 - 1)
+
+
+def test_loso_falls_back_to_family_then_to_all_other_sources():
+    train = pd.concat([_pred("a", [2.0, 2.0]), _pred("b", [4.0], engine="sglang")], ignore_index=True)
+    rows = pd.concat([_pred("c", [1.0], engine="trtllm"), _pred("c", [1.0], family="AMD CDNA3")],
+                     ignore_index=True)
+    fit = fit_correction(train, rows)
+    # Hopper/trtllm: no such cell → Hopper's median of ln 2, ln 2, ln 4 = ln 2; AMD: no family → all rows, ln 2
+    assert list(fit["correction_level"]) == ["GPU family", "all other sources"]
+    assert np.allclose(fit["log_correction"], math.log(2.0))
+    none = fit_correction(train.iloc[:0], rows)
+    assert list(none["correction_level"]) == ["none", "none"] and np.allclose(none["log_correction"], 0.0)
+
+
+# ---------------------------------------------------------------- the real corpus
+
+@pytest.fixture(scope="module")
+def report() -> AccuracyReport:
+    return accuracy_report()
+
+
+def test_corpus_rows_are_either_compared_or_skipped_with_a_reason(report):
+    s = screen()
+    assert len(s.rows) > 0 and len(s.rows) == report.comparable_rows
+    assert s.skipped["reason"].notna().all() and (s.skipped["reason"].str.len() > 0).all()
+    assert set(s.rows["row_id"]).isdisjoint(s.skipped["row_id"])
+    assert len(s.rows) + len(s.skipped) == len(load_measurements())
+
+
+def test_report_json_has_every_part(report):
+    doc = report.to_json()
+    for key in ("comparable_rows", "compared_points", "skipped_rows", "skipped_by_reason", "measured_keys",
+                "uncorrected", "leave_one_source_out", "target_checks", "band_80", "band_coverage", "worst"):
+        assert key in doc, key
+    assert doc["skipped_rows"] == sum(doc["skipped_by_reason"].values())
+    json.dumps(doc, allow_nan=False)
+    assert {r["metric"] for r in doc["uncorrected"]} <= {"tpot", "ttft", "throughput"}
+    assert all(0 <= r["coverage"] <= 1 for r in doc["band_coverage"])
