@@ -42,7 +42,8 @@ def _defaults(sc, s: dict) -> dict:
     defaults = {"sim_arrival": ARRIVALS[0], "sim_rate": float(sc.request_rate_per_s), "sim_cv": 2.0,
                 "sim_users": 32, "sim_think": 1.0, "sim_lengths": LENGTHS[1], "sim_in": inp, "sim_out": out,
                 "sim_in_p95": 2 * inp, "sim_out_p95": 2 * out, "sim_long_in": 4 * inp, "sim_long_out": 2 * out,
-                "sim_long_frac": 0.2, "sim_duration": 60.0, "sim_seed": 0, "sim_compare": False}
+                "sim_long_frac": 0.2, "sim_duration": 120.0, "sim_warmup_pct": 10.0, "sim_seed": 0,
+                "sim_compare": False}
     mns = int(s.get("max_num_seqs") or 256)
     mnbt = int(s.get("max_num_batched_tokens") or 8192)
     for tag, kind in (("a", "continuous"), ("b", "static")):
@@ -135,6 +136,9 @@ def _workload_inputs(input_keys: list[str]) -> None:
         c2.slider("Share of long requests", 0.0, 1.0, step=0.05, key="sim_long_frac")
         c2.caption("Input and output lengths are each drawn from their mix.")
     c3.number_input("Duration (arrivals and simulated clock) [s]", min_value=1.0, step=10.0, key="sim_duration")
+    c3.number_input("Warm-up left out of the statistics [% of the run]", min_value=0.0, max_value=90.0, step=5.0,
+                    key="sim_warmup_pct", help="the first requests meet an empty server (or, in a closed loop, all "
+                                               "arrive at once): leave that transient out of the steady state")
     c3.number_input("Seed", min_value=0, step=1, key="sim_seed")
     c3.button("Reset to the scenario's values", key="sim_reset", on_click=_reset, args=(input_keys,))
 
@@ -210,7 +214,7 @@ def _run(pm, ctx, source: str, input_keys: list[str], trace, num_blocks: int, bl
     runs = {}
     for k, (name, pol) in enumerate(pols.items()):
         bar.progress(k / len(pols), text=f"Simulating {name} ({wl.num_requests:,} requests)…")
-        runs[name] = simulate(pm, wl, pol, duration_s=dur, slo=slo)
+        runs[name] = simulate(pm, wl, pol, duration_s=dur, slo=slo, warmup_s=dur * float(g.sim_warmup_pct) / 100)
     bar.progress(1.0, text="Done")
     bar.empty()
     g[keys.SIM_RESULTS] = {"key": _config_key(ctx, source, input_keys), "runs": runs, "offered": offered, "slo": slo,

@@ -16,6 +16,8 @@ from calculators.sim.policies import SLO, ContinuousBatching, StaticBatching, kv
 from calculators.sim.workload import Gamma, Poisson, length_distribution, make_workload, read_trace
 from calculators.specs.catalog import get_gpu
 
+WARMUP_SHARE = 0.10  # of --duration-s left out of the statistics by default (the empty-server transient)
+
 
 def register(sub) -> argparse.ArgumentParser:
     """Add the ``simulate`` sub-command to ``sub`` (an ``add_subparsers`` object) and return it."""
@@ -40,6 +42,8 @@ def register(sub) -> argparse.ArgumentParser:
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     p.add_argument("--prefix-cache-hit-rate", type=float, default=0.0)
     p.add_argument("--duration-s", type=float, default=300.0, help="arrivals and the simulated clock stop here")
+    p.add_argument("--warmup-s", type=float, help="statistics leave out the first seconds (default: 10 %% of the "
+                                                  "duration; 0 counts everything)")
     p.add_argument("--ttft-slo-ms", type=float, help="TTFT target for goodput")
     p.add_argument("--tpot-slo-ms", type=float, help="TPOT target for goodput")
     p.add_argument("--seed", type=int, default=0)
@@ -85,9 +89,12 @@ def simulate_document(a: argparse.Namespace) -> dict:
                                  prefix_cache_hit_rate=a.prefix_cache_hit_rate)
     slo = SLO(None if a.ttft_slo_ms is None else a.ttft_slo_ms / 1e3,
               None if a.tpot_slo_ms is None else a.tpot_slo_ms / 1e3)
-    res = simulate(pm, wl, pol, duration_s=a.duration_s, slo=slo)
+    warmup = WARMUP_SHARE * a.duration_s if a.warmup_s is None else a.warmup_s
+    if not (0 <= warmup < a.duration_s):
+        raise InvalidInputError("warmup_s", warmup, f"seconds in [0, --duration-s = {a.duration_s:g})")
+    res = simulate(pm, wl, pol, duration_s=a.duration_s, slo=slo, warmup_s=warmup)
     return {"fits": True, "model": model.id, "gpu": gpu.name, "tensor_parallel_size": tp, "num_blocks": num_blocks,
-            "block_size": block_size, **res.summary()}
+            "block_size": block_size, "warmup_s": warmup, **res.summary()}
 
 
 def _text(d: dict) -> str:
@@ -96,6 +103,7 @@ def _text(d: dict) -> str:
     ms = lambda k: "—" if d.get(k) is None else f"{d[k] * 1e3:.1f}"  # noqa: E731
     lines = [f"{d['model']} on {d['gpu']} (TP{d['tensor_parallel_size']}), {d['policy']} batching, "
              f"KV cache {d['num_blocks']} blocks of {d['block_size']} tokens",
+             f"steady-state statistics: the first {d['warmup_s']:g} s (warm-up) left out",
              f"requests: {d['completed']} of {d['arrived']} arrived finished in {d['elapsed_s']:.1f} s "
              f"({d['stop_reason']}); {d['rejected']} rejected; {d['preemptions']} preemptions",
              f"throughput: {d['request_throughput_per_s']:.2f} req/s, {d['output_tokens_per_s']:.0f} output tok/s, "

@@ -266,3 +266,17 @@ def test_static_counts_arrivals_during_its_last_batch():
     st = simulate(pm, wl, StaticBatching(max_batch_size=4, max_wait_ms=0), duration_s=10)
     ct = simulate(pm, wl, ContinuousBatching(max_num_seqs=4), duration_s=10)
     assert st.arrived == ct.arrived
+
+
+def test_warmup_is_left_out_of_the_statistics():
+    # Requests every 0.1 s from 0.1 s to 10.0 s, each one 100-token prefill of 10 ms and one output token:
+    # the last finishes at 10.01 s. A 2.005 s warm-up keeps the 81 completions from 2.01 s on (arrivals
+    # 2.0 … 10.0) over 10.01 − 2.005 s, and the latencies of the 80 arrivals from 2.1 s on.
+    from calculators.sim.workload import Constant
+    wl = make_workload(Constant(10), Fixed(100), Fixed(1), num_requests=100, seed=0)
+    pm = ConstantStepModel(prefill_s_per_token=1e-4)
+    whole, steady = simulate(pm, wl), simulate(pm, wl, warmup_s=2.005)
+    assert whole.elapsed_s == pytest.approx(10.01) and whole.request_throughput_per_s == pytest.approx(100 / 10.01)
+    assert steady.request_throughput_per_s == pytest.approx(81 / (10.01 - 2.005))
+    assert steady.latency["ttft"]["mean"] == pytest.approx(0.010) and steady.completed == 100
+    assert steady.warmup_s == 2.005 and steady.time_avg_in_system == pytest.approx(whole.time_avg_in_system)
