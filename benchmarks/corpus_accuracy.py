@@ -19,7 +19,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from calculators.cli.accuracy import comparison_lines, report_lines  # noqa: E402
 from calculators.perf.accuracy import (  # noqa: E402
     LABELS,
     METRICS,
@@ -31,6 +30,7 @@ from calculators.perf.accuracy import (  # noqa: E402
     screen,
 )
 from calculators.perf.measurements import measurements_frame  # noqa: E402
+from calculators.report.accuracy_text import comparison_lines, report_lines  # noqa: E402
 
 
 def timed_report(worst: int) -> tuple[AccuracyReport, dict[str, float]]:

@@ -11,7 +11,6 @@ import json
 from calculators.cli.flags import resolve_model
 from calculators.errors import InvalidInputError
 from calculators.perf.roofline import Roofline
-from calculators.sim.engine import simulate
 from calculators.sim.policies import SLO, ContinuousBatching, StaticBatching, kv_blocks
 from calculators.sim.workload import Gamma, Poisson, length_distribution, make_workload, read_trace
 from calculators.specs.catalog import get_gpu
@@ -89,6 +88,7 @@ def simulate_document(a: argparse.Namespace) -> dict:
                                  prefix_cache_hit_rate=a.prefix_cache_hit_rate)
     slo = SLO(None if a.ttft_slo_ms is None else a.ttft_slo_ms / 1e3,
               None if a.tpot_slo_ms is None else a.tpot_slo_ms / 1e3)
+    from calculators.sim.engine import simulate  # pandas: loaded when a simulation runs, not at start-up
     warmup = WARMUP_SHARE * a.duration_s if a.warmup_s is None else a.warmup_s
     if not (0 <= warmup < a.duration_s):
         raise InvalidInputError("warmup_s", warmup, f"seconds in [0, --duration-s = {a.duration_s:g})")

@@ -1,0 +1,128 @@
+"""The text of ``llmcap accuracy``: the performance model against the public measurement corpus, uncorrected
+and leave-one-source-out (LOSO), beside the targets, with the 80 % band, its held-out coverage and the worst rows.
+Formats an :class:`~calculators.perf.accuracy.AccuracyReport`; computes nothing."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from calculators.perf.accuracy import (
+    ALL,
+    BAND_QUANTILES,
+    BIAS_TARGET,
+    LABELS,
+    METRICS,
+    TARGETS,
+    AccuracyReport,
+    worst_rows,
+)
+
+BY = {"gpu_family": "gpu_family", "source": "source_id"}
+"""``--by`` choice → column of the error tables."""
+_OTHER = {"gpu_family": "source_id", "source_id": "gpu_family"}
+
+
+def _pct(x: float, signed: bool = False) -> str:
+    if x is None or not math.isfinite(x):
+        return "—"
+    return f"{100 * x:+.0f}%" if signed else f"{100 * x:.0f}%"
+
+
+def _verdict(met: bool) -> str:
+    return "met" if met else "missed"
+
+
+def _value(v: float, unit: str) -> str:
+    """A measured or predicted value for display: latencies in ms, throughput in tokens/s per GPU."""
+    return f"{v * 1e3:,.1f} ms" if unit == "s" else f"{v:,.0f} tok/s/GPU"
+
+
+def comparison_lines(report: AccuracyReport, metric: str, by: str = "gpu_family") -> list[str]:
+    """One metric's error table, uncorrected and LOSO side by side, one line per GPU family or source
+    (``by``: ``gpu_family`` or ``source``) after the overall line."""
+    col = BY[by]
+    other = _OTHER[col]
+
+    def pick(t: pd.DataFrame) -> pd.DataFrame:
+        return t[(t["metric"] == metric) & (t[other] == ALL)].set_index(col)
+
+    un, lo = pick(report.uncorrected), pick(report.loso)
+    lines = [f"  {by:<26} {'n':>5} | {'|e| med':>8} {'bias':>7} {'p90 |e|':>8} | {'LOSO |e|':>8} {'bias':>7}"
+             f" {'p90 |e|':>8}"]
+    for name, u in un.iterrows():
+        lrow = lo.loc[name]
+        lines.append(f"  {str(name):<26} {int(u['n']):>5} | {_pct(u['median_abs_error']):>8} "
+                     f"{_pct(u['bias'], True):>7} {_pct(u['p90_abs_error']):>8} | {_pct(lrow['median_abs_error']):>8} "
+                     f"{_pct(lrow['bias'], True):>7} {_pct(lrow['p90_abs_error']):>8}")
+    return lines
+
+
+def target_lines(report: AccuracyReport, metric: str) -> list[str]:
+    """The metric's two targets, uncorrected and LOSO, each "met" or "missed"."""
+    t = report.targets[report.targets["metric"] == metric].set_index(["check", "stage"])
+    if t.empty:
+        return []
+    out = []
+    mae = [(s, t.loc[("median |error|", s)]) for s in ("uncorrected", "LOSO")]
+    out.append(f"  target median |error| ≤ {TARGETS[metric]:.0%}: " + "; ".join(
+        f"{s} {_pct(r['value'])} {_verdict(bool(r['met']))}" for s, r in mae))
+    bias = [(s, t.loc[("GPU-family bias", s)]) for s in ("uncorrected", "LOSO")]
+    out.append(f"  target every GPU family's bias within ±{BIAS_TARGET:.0%}: " + "; ".join(
+        f"{s} {_verdict(bool(r['met']))}" + (f" ({r['detail']})" if r["detail"] else "") for s, r in bias))
+    return out
+
+
+def band_lines(report: AccuracyReport, metric: str) -> list[str]:
+    """The 80 % band (LOSO residual quantiles) and its coverage on held-out sources."""
+    band = report.band.set_index("metric")
+    cov = report.coverage[(report.coverage["metric"] == metric) & (report.coverage["source_id"] == ALL)]
+    if metric not in band.index:
+        return []
+    b = band.loc[metric]
+    lo, hi = BAND_QUANTILES
+    covered = "—" if cov.empty else f"{_pct(float(cov['coverage'].iloc[0]))} of {int(cov['n'].iloc[0])} rows"
+    return [f"  {hi - lo:.0%} band: measured within × {b['low_factor']:.3g} … × {b['high_factor']:.3g} of the "
+            f"corrected prediction (residual q{lo * 100:.0f}/q{hi * 100:.0f}); held-out coverage {covered} "
+            f"(nominal {hi - lo:.0%})"]
+
+
+def worst_lines(report: AccuracyReport, metric: str | None = None, n: int = 10) -> list[str]:
+    """The rows furthest from their measurement after the LOSO correction."""
+    w = report.worst if metric is None else worst_rows(report.predictions[report.predictions["metric"] == metric], n)
+    lines = [f"  {'source':<22} {'model':<32} {'GPU':<16} {'TP':>3} {'conc.':>6} {'metric':<10} "
+             f"{'measured':>16} {'predicted':>16} {'error':>8} {'LOSO':>8}"]
+    for _, r in w.head(n).iterrows():
+        conc = "—" if pd.isna(r["concurrency"]) else f"{r['concurrency']:.0f}"
+        lines.append(f"  {r['source_id']:<22} {str(r['model'])[:32]:<32} {str(r['gpu'])[:16]:<16} {r['tp']:>3} "
+                     f"{conc:>6} {r['metric']:<10} {_value(r['measured'], r['unit']):>16} "
+                     f"{_value(r['predicted'], r['unit']):>16} {_pct(r['error'], True):>8} "
+                     f"{_pct(r['loso_error'], True):>8}")
+    return lines
+
+
+def skipped_lines(report: AccuracyReport) -> list[str]:
+    """Comparable and skipped row counts, the skipped ones by reason."""
+    total = report.comparable_rows + len(report.skipped)
+    lines = [f"{report.comparable_rows} of {total} corpus rows comparable; {len(report.skipped)} skipped:"]
+    lines += [f"  {n:6d}  {reason}" for reason, n in report.skipped_by_reason().items()]
+    return lines
+
+
+def report_lines(report: AccuracyReport, metrics: tuple[str, ...] = METRICS, by: str = "gpu_family",
+                 worst: int = 10) -> list[str]:
+    """The whole text report: per metric the uncorrected and LOSO tables, targets and band; then the
+    worst rows and the skipped counts."""
+    lines = ["Performance model against the public measurement corpus (default efficiencies)",
+             "error = predicted / measured − 1; |e| med = median |error|; bias = median signed error; LOSO = "
+             "corrected per (GPU family, engine) by a factor fitted without the row's own source", ""]
+    for metric in metrics:
+        if not (report.uncorrected["metric"] == metric).any():
+            continue
+        lines.append(f"{LABELS[metric]} ({'ms' if metric != 'throughput' else 'tokens/s per GPU'})")
+        lines += comparison_lines(report, metric, by) + target_lines(report, metric) + band_lines(report, metric)
+        lines.append("")
+    one = metrics[0] if len(metrics) == 1 else None
+    lines += [f"Worst {worst} rows after the LOSO correction (by |ln(measured / corrected)|)"]
+    lines += worst_lines(report, one, worst) + [""] + skipped_lines(report)
+    return lines
