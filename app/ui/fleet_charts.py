@@ -52,7 +52,7 @@ def plans_frame(plans):
              "EP": "yes" if p.expert_parallel else "", "replicas": p.replicas, "GPUs": p.total_gpus, "nodes": p.nodes,
              "batch": p.batch_size, "TTFT p99 [ms]": _ms(p.ttft_p99_s), "TPOT [ms]": _ms(p.tpot_s),
              "tok/s per GPU": p.output_tokens_per_s_per_gpu, "tok/s per user": p.tokens_per_s_per_user,
-             "$/hour": p.usd_per_hour, "$/1M input": p.usd_per_million_input_tokens,
+             "$/hour": p.usd_per_hour, "$/month": p.usd_per_month, "$/1M input": p.usd_per_million_input_tokens,
              "$/1M output": p.usd_per_million_output_tokens, "meets SLO": p.meets_slo,
              "failure domain [GPUs]": p.failure_domain_gpus, "note": "" if p.meets_slo else p.message}
             for p in plans if p.fits]
@@ -67,7 +67,8 @@ def unfit_frame(plans):
 
 
 COLUMN_FORMATS = {"TTFT p99 [ms]": "%.0f", "TPOT [ms]": "%.1f", "tok/s per GPU": "%.0f", "tok/s per user": "%.1f",
-                  "$/hour": "$%.2f", "$/1M input": "$%.3f", "$/1M output": "$%.3f", "$/1M tokens": "$%.3f"}
+                  "$/hour": "$%.2f", "$/month": "$%.0f", "$/1M input": "$%.3f", "$/1M output": "$%.3f",
+                  "$/1M tokens": "$%.3f"}
 
 
 def column_config(frame) -> dict:

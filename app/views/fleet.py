@@ -70,7 +70,9 @@ def _chosen(model, fitting: list, w, served: str, cap: float, n_plus_one: bool):
     chosen = fitting[idx]
     m = st.columns(4)
     m[0].metric("GPUs", f"{chosen.total_gpus:,}")
-    m[1].metric("$/hour", "—" if chosen.usd_per_hour is None else f"${chosen.usd_per_hour:,.2f}")
+    m[1].metric("$/hour", "—" if chosen.usd_per_hour is None else f"${chosen.usd_per_hour:,.2f}",
+                help=None if chosen.usd_per_month is None else f"${chosen.usd_per_month:,.0f} per month (730 h), "
+                                                               f"${chosen.usd_per_year:,.0f} per year")
     m[2].metric("$/1M output tokens", "—" if chosen.usd_per_million_output_tokens is None
                 else f"${chosen.usd_per_million_output_tokens:.3f}")
     m[3].metric("p99 TTFT / TPOT", f"{chosen.ttft_p99_s * 1e3:,.0f} / {chosen.tpot_s * 1e3:.1f} ms")

@@ -31,6 +31,8 @@ TP_SIZES = (1, 2, 4, 8, 16)
 PP_SIZES = (1, 2, 4)
 UTILISATION_CAP = 0.8
 SECONDS_PER_HOUR = 3600.0
+HOURS_PER_MONTH = 730.0  # 8,760 h / 12: the month cloud price lists use
+HOURS_PER_YEAR = 8760.0
 
 
 #: Largest value each Workload field accepts (the app's input limits; far beyond any real deployment).
@@ -111,6 +113,8 @@ class LayoutPlan:
     usd_per_gpu_hour: float | None = None
     price_source: str = ""
     usd_per_hour: float | None = None
+    usd_per_month: float | None = None
+    usd_per_year: float | None = None
     usd_per_million_input_tokens: float | None = None
     usd_per_million_output_tokens: float | None = None
     usd_per_million_tokens: float | None = None
@@ -277,6 +281,7 @@ def _fill(plan: LayoutPlan, model: ModelSpec, layout: Layout, w: Workload, r: Ro
     if plan.usd_per_gpu_hour is not None:
         usd_per_s = plan.total_gpus * plan.usd_per_gpu_hour / SECONDS_PER_HOUR
         plan.usd_per_hour = usd_per_s * SECONDS_PER_HOUR
+        plan.usd_per_month, plan.usd_per_year = plan.usd_per_hour * HOURS_PER_MONTH, plan.usd_per_hour * HOURS_PER_YEAR
         lam = w.request_rate_per_s
         plan.usd_per_million_input_tokens = usd_per_s * plan.prefill_share / (lam * w.input_len) * 1e6
         plan.usd_per_million_output_tokens = usd_per_s * (1 - plan.prefill_share) / (lam * w.output_len) * 1e6

@@ -28,7 +28,8 @@ SCHEMA_VERSION = "llmcap-quote/1"
 #: Columns of the ranked table (JSON keys and CSV header), unit-suffixed.
 COLUMNS = ("gpu", "tensor_parallel_size", "pipeline_parallel_size", "expert_parallel", "replicas", "total_gpus",
            "nodes", "batch_size", "ttft_p99_s", "tpot_s", "output_tokens_per_s_per_gpu", "tokens_per_s_per_user",
-           "usd_per_hour", "usd_per_million_input_tokens", "usd_per_million_output_tokens", "usd_per_million_tokens",
+           "usd_per_hour", "usd_per_month", "usd_per_year", "usd_per_million_input_tokens",
+           "usd_per_million_output_tokens", "usd_per_million_tokens",
            "fits", "meets_slo", "failure_domain_gpus", "message", "vllm_serve")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 ASSUMPTIONS = (
@@ -157,7 +158,8 @@ def quote_html(doc: dict) -> str:
     parts.append("<h2>Chosen layout</h2>")
     if c and c["fits"]:
         parts.append(f"<p><b>{e(c['message'])}</b> — {c['total_gpus']} GPUs on {c['nodes']} node(s), "
-                     f"{_money(c['usd_per_hour'])}/hour, {_money(c['usd_per_million_output_tokens'], 3)} per 1M output "
+                     f"{_money(c['usd_per_hour'])}/hour ({_money(c['usd_per_month'], 0)}/month of 730 h), "
+                     f"{_money(c['usd_per_million_output_tokens'], 3)} per 1M output "
                      f"tokens, {_money(c['usd_per_million_input_tokens'], 3)} per 1M input tokens; p99 TTFT "
                      f"{_ms(c['ttft_p99_s'])}, TPOT {_ms(c['tpot_s'])}; meets the SLO: "
                      f"{'yes' if c['meets_slo'] else 'no'}.</p>")

@@ -130,3 +130,12 @@ def test_cost_vs_tpot_target_never_costs_more_for_a_looser_target():
                                                                        tpot_p99_s=r["tpot_target_s"]), max_pp=1)
                 if p.meets_slo)
     assert best.tpot_s <= r["tpot_target_s"] and r["gpus"] == best.total_gpus
+
+
+def test_cost_per_month_and_year_use_730_and_8760_hours():
+    from calculators.planning.fleet import plan_fleet
+    p = plan_fleet(get_model("meta-llama/Llama-3.1-8B-Instruct"), [get_gpu("H100")],
+                   Workload(request_rate_per_s=5, input_len=500, output_len=100), usd_per_gpu_hour=2.0, max_pp=1)[0]
+    assert p.usd_per_hour == 2.0 * p.total_gpus
+    assert p.usd_per_month == pytest.approx(p.usd_per_hour * 730)
+    assert p.usd_per_year == pytest.approx(p.usd_per_hour * 8760)
