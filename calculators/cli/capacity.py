@@ -15,7 +15,9 @@ from calculators.vllm.versions import DEFAULT_VLLM_VERSION
 
 
 def _add_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="catalog id (Hugging Face repo id) or path to a config.json")
+    p.add_argument("--model", required=True,
+                   help="catalog id, any Hugging Face repo id (its config.json is fetched and cached), or a path to "
+                        "a config.json")
     p.add_argument("--gpu", help="GPU name, alias or driver name (e.g. H100, A100-80GB)")
     p.add_argument("--gpu-memory-gib", type=float, help="total GPU memory as the framework reports it [GiB]")
     p.add_argument("--num-gpus", type=int, help="GPUs in all (default: TP × PP)")

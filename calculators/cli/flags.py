@@ -21,10 +21,20 @@ class Parser(argparse.ArgumentParser):
 
 
 def resolve_model(name: str) -> ModelSpec:
-    """A catalog id, or a path to a ``config.json`` (CLI only; the app never opens paths)."""
+    """A catalog id, a path to a ``config.json`` (or to a model folder holding one), or a Hugging Face
+    repo id (``org/name``) that is neither, whose ``config.json`` is fetched from the Hub (CLI only;
+    the app never opens paths)."""
     if name.endswith(".json") or Path(name).is_file():
         return load_config_file(name)
-    return get_model(name)
+    if (Path(name) / "config.json").is_file():
+        return load_config_file(Path(name) / "config.json", id=name)
+    try:
+        return get_model(name)
+    except InvalidInputError:
+        from calculators.specs.hf_hub import is_repo_id, model_from_hub  # huggingface_hub only when needed
+        if not is_repo_id(name):
+            raise
+        return model_from_hub(name)
 
 
 def add_model_on_gpu(p: argparse.ArgumentParser) -> None:

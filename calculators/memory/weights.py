@@ -26,8 +26,15 @@ QUANT_GROUP = 128
 #: up to a multiple of 256, expert width to a multiple of 128 (gpt-oss-120b: 2880 → 3072 × 2944),
 #: which is why it loads as 65.97 GiB on an H100 rather than 60.8 (case C32).
 MXFP4_PAD_HIDDEN, MXFP4_PAD_EXPERT = 256, 128
+#: bitsandbytes 4-bit (``bitsandbytes.functional.quantize_4bit``): one absmax per block of 64 weights
+#: of the flattened matrix; with double quantisation the absmaxes are themselves quantised to 8 bits in
+#: blocks of 256, each block keeping an fp32 absmax (``quantize_blockwise(absmax, blocksize=256)``).
+BNB_4BIT_BLOCK, BNB_NESTED_BLOCK = 64, 256
 #: Bytes per weight of each format, excluding per-group scales (added in :func:`linear_bytes`).
-QUANTIZATIONS = ("none", "fp8", "int8", "awq", "gptq", "awq-int8", "gptq-int8", "mxfp4", "mxfp4-moe", "nvfp4")
+#: ``bitsandbytes`` is vLLM's ``--quantization bitsandbytes`` (4-bit NF4/FP4; in-flight quantisation of an
+#: unquantised checkpoint is 4-bit NF4 too); ``bitsandbytes-8bit`` a checkpoint saved with ``load_in_8bit``.
+QUANTIZATIONS = ("none", "fp8", "int8", "awq", "gptq", "awq-int8", "gptq-int8", "mxfp4", "mxfp4-moe", "nvfp4",
+                 "bitsandbytes", "bitsandbytes-8bit")
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,23 @@ def linear_bytes(lin: Linear, quantization: str, act_bytes: int) -> float:
     AWQ/GPTQ b-bit, group g: b/8 B + (fp16 scale + b-bit zero) per group per column;
     MXFP4: 4 bits + one E8M0 byte per 32; NVFP4: 4 bits + one fp8 byte per 16. Biases stay
     in the activation dtype.
+
+    bitsandbytes (vLLM ``--quantization bitsandbytes``) quantises the linear layers only (``quantized``
+    linears here: attention, MLP and expert projections; embeddings, LM head, norms and MoE routers
+    stay unquantised). 4-bit (NF4 or FP4): two weights per byte + one fp32 absmax per 64 weights,
+    ``n/2 + 4·⌈n/64⌉`` bytes per matrix of ``n`` weights, whether or not the checkpoint used double
+    quantisation: vLLM's loader dequantises nested statistics back to fp32 absmaxes when it loads the
+    weights (``dequantize_dq`` in ``vllm/model_executor/model_loader/bitsandbytes_loader.py``,
+    https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/model_executor/model_loader/bitsandbytes_loader.py:
+    "This comes at the cost of increased memory usage"; vllm-project/vllm PR #19742, June 2025, in every
+    release from v0.10), and its in-flight quantisation of a bf16
+    checkpoint is ``quantize_4bit(w, compress_statistics=True, quant_type="nf4")``, dequantised the same way.
+    The checkpoint's own size is :func:`bnb_4bit_bytes` with ``double_quant``. 8-bit (LLM.int8,
+    ``load_in_8bit``): one int8 per weight + one fp32 scale (``SCB``) per output row, ``n + 4·out``.
+    Rules from the bitsandbytes docs (https://huggingface.co/docs/bitsandbytes/main/en/reference/functional:
+    ``quantize_4bit(blocksize=64)``, ``quantize_blockwise(blocksize=256)`` for nested absmaxes) and
+    ``Int8Params`` (int8 data + per-row ``SCB``). Per-tensor code tables (16 fp32 for NF4/FP4, 256 fp32
+    for nested statistics) are left out: at most 1.1 KB a matrix.
     """
     n = lin.in_features * lin.out_features
     q = quantization if lin.quantized else "none"
@@ -101,8 +125,21 @@ def linear_bytes(lin: Linear, quantization: str, act_bytes: int) -> float:
         "awq-int8": n + groups * 3, "gptq-int8": n + groups * 3,
         "mxfp4": n * (0.5 + 1 / 32),
         "nvfp4": n * (0.5 + 1 / 16),
+        "bitsandbytes": bnb_4bit_bytes(n),
+        "bitsandbytes-8bit": n + 4 * lin.out_features,
     }[q]
     return lin.count * (per_matrix + (lin.out_features * act_bytes if lin.bias else 0))
+
+
+def bnb_4bit_bytes(n: int, *, double_quant: bool = False) -> float:
+    """Bytes of ``n`` weights in bitsandbytes 4-bit: ``n/2`` packed + absmax statistics [bytes].
+
+    One fp32 absmax per 64 weights (``4·⌈n/64⌉``); with ``double_quant`` (``bnb_4bit_use_double_quant``)
+    one uint8 per 64 weights plus one fp32 per 256 of those blocks (``⌈n/64⌉ + 4·⌈⌈n/64⌉/256⌉``).
+    """
+    blocks = -(-n // BNB_4BIT_BLOCK)
+    stats = blocks + 4 * -(-blocks // BNB_NESTED_BLOCK) if double_quant else 4 * blocks
+    return n / 2 + stats
 
 
 def _round_up(x: int, multiple: int) -> int:
@@ -127,6 +164,8 @@ def resolve_quantization(model: ModelSpec, quantization: str | None) -> str:
         q = model.quantization or "none"
     if q == "mxfp4" and model.quantization == "mxfp4-moe":
         q = "mxfp4-moe"
+    if q == "bitsandbytes" and model.quantization == "bitsandbytes-8bit":
+        q = "bitsandbytes-8bit"
     if q not in QUANTIZATIONS:
         raise InvalidInputError("quantization", quantization, f"one of {', '.join(QUANTIZATIONS)}")
     return q

@@ -31,6 +31,7 @@ def capacity_document(model: ModelSpec, result: CapacityResult, *, mean_len: flo
     doc = {
         "format_version": FORMAT_VERSION,
         "model": model.id,
+        "defaults_assumed": list(model.defaults_assumed),
         "gpu": result.gpu,
         "gpu_memory_bytes": result.gpu_memory_bytes,
         "settings": asdict(s),

@@ -4,6 +4,16 @@ Field names and their defaults follow the ``transformers`` configuration classes
 code (layer patterns of Gemma 2/3, Llama 4 chunked attention, Qwen/DeepSeek/Mixtral MoE layouts,
 DeepSeek MLA, Falcon's RefinedWeb names). Anything the product cannot interpret raises
 :class:`~calculators.errors.InvalidInputError` naming the field.
+
+Configs on the Hub omit every field that equals its ``transformers`` default (google/gemma-3-27b-it's
+``text_config`` has no ``vocab_size``). The importer fills such a field the way ``transformers`` does
+for the config's ``model_type`` (:data:`TRANSFORMERS_DEFAULTS`), and any other value it needs but the
+file does not give by the rule named beside it (``head_dim = hidden_size / num_attention_heads``,
+bf16 when no dtype is given…). Every value so assumed is listed in ``ModelSpec.defaults_assumed`` as
+``field=value (rule)``, so a config of a ``model_type`` this module has never seen still imports
+when the fields it needs are there, and says what it took for granted. Layers that keep a per-request
+state instead of a KV cache (Mamba/SSM, linear attention, recurrent, convolution) are refused, naming
+the layer kind.
 """
 from __future__ import annotations
 
@@ -21,40 +31,111 @@ MAX_CONFIG_BYTES = 2_000_000
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16", "float32": "float32",
            "float": "float32", "bf16": "bfloat16", "fp16": "float16"}
 _SUPPORTED_LAYER_TYPES = {"full_attention", "sliding_attention", "chunked_attention"}
+#: Layer-kind names some configs use for plain (global) attention.
+_ATTENTION_ALIASES = {"attention": "full_attention", "full_attention": "full_attention",
+                      "sliding_attention": "sliding_attention", "chunked_attention": "chunked_attention"}
+
+_GEMMA3_TEXT_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
+    "tie_word_embeddings": True, "attention_bias": False, "sliding_window": 4096, "sliding_window_pattern": 6,
+    "rope_local_base_freq": 10_000.0,
+}
+#: ``model_type`` → (the ``transformers`` class whose ``__init__`` defaults these are, the defaults of the
+#: fields this importer reads). Gemma 3: ``Gemma3TextConfig`` in
+#: ``src/transformers/models/gemma3/configuration_gemma3.py`` as released with Gemma 3 in transformers
+#: v4.50.0 (read at commit 008f5c8c29be; docs: https://huggingface.co/docs/transformers/v4.50.0/model_doc/gemma3).
+#: ``Gemma3Config`` (``model_type`` "gemma3") builds its language model from ``Gemma3TextConfig`` with the
+#: same defaults. Later releases keep these values but derive ``layer_types`` from a private
+#: ``_sliding_window_pattern`` (6) and move the RoPE bases into ``rope_parameters``.
+TRANSFORMERS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "gemma3_text": ("transformers Gemma3TextConfig default", _GEMMA3_TEXT_DEFAULTS),
+    "gemma3": ("transformers Gemma3TextConfig default", _GEMMA3_TEXT_DEFAULTS),
+}
+#: A default is not filled in when the config states the same thing under another name.
+_STATED_AS = {"sliding_window_pattern": ("sliding_window_pattern", "_sliding_window_pattern", "layer_types"),
+              "rope_local_base_freq": ("rope_local_base_freq", "rope_parameters")}
+
+#: Model types made only of layers that keep a recurrent state per request (no per-token KV cache).
+_STATEFUL_MODEL_TYPES = {"mamba": "mamba", "mamba2": "mamba", "falcon_mamba": "mamba", "rwkv": "rwkv",
+                         "rwkv5": "rwkv", "rwkv6": "rwkv", "rwkv7": "rwkv", "xlstm": "mlstm",
+                         "recurrent_gemma": "recurrent", "lfm2": "conv", "qwen3_next": "linear_attention",
+                         "kimi_linear": "linear_attention", "minimax": "linear_attention"}
+#: Config keys that only hybrid state-space / linear-attention models carry, and the layer kind they imply.
+_STATEFUL_KEYS = {"full_attention_interval": "linear_attention", "linear_attn_config": "linear_attention",
+                  "attn_layer_period": "mamba", "mamba_d_state": "mamba", "mamba_expand": "mamba",
+                  "mamba_n_heads": "mamba", "ssm_cfg": "mamba", "ssm_state_size": "mamba"}
 
 
 def load_config_file(path: str | Path, **metadata: Any) -> ModelSpec:
-    """Read a ``config.json`` from disk (at most 2 MB) and import it."""
+    """Read a ``config.json`` from disk (at most 2 MB) and import it.
+
+    A file named ``config.json`` whose folder also holds ModelOpt's ``hf_quant_config.json`` (and
+    which has no ``quantization_config`` of its own) takes its format from that file, as vLLM does.
+    """
     path = Path(path)
+    cfg = parse_config_json(_read_limited(path, "config.json"))
+    sibling = path.with_name("hf_quant_config.json")
+    if path.name == "config.json" and sibling.is_file():
+        cfg = with_hf_quant_config(cfg, parse_config_json(_read_limited(sibling, "hf_quant_config.json"),
+                                                          name="hf_quant_config.json"))
+    metadata.setdefault("id", cfg.get("_name_or_path") or path.stem.replace("__", "/"))
+    return model_from_config(cfg, **metadata)
+
+
+def _read_limited(path: Path, label: str) -> bytes:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise InvalidInputError("model", str(path), f"a readable config.json ({exc.strerror})") from None
+        raise InvalidInputError("model", str(path), f"a readable {label} ({exc.strerror})") from None
     if len(raw) > MAX_CONFIG_BYTES:
-        raise InvalidInputError("config.json", f"{len(raw)} bytes", "at most 2 MB")
-    return model_from_json_text(raw, default_id=path.stem.replace("__", "/"), **metadata)
+        raise InvalidInputError(label, f"{len(raw)} bytes", "at most 2 MB")
+    return raw
 
 
 def model_from_json_text(text: str | bytes, *, default_id: str = "custom", **metadata: Any) -> ModelSpec:
     """Parse JSON text (UTF-8, rejecting NaN/Infinity) and import it."""
-    if isinstance(text, bytes | bytearray):
-        try:  # json.loads would guess UTF-16/32 from bytes; config.json files are UTF-8 (a BOM is dropped)
-            text = bytes(text).decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise InvalidInputError("config.json", f"byte {exc.object[exc.start]:#04x} at offset {exc.start}",
-                                    "UTF-8 text (save the file as UTF-8)") from None
-    try:
-        cfg = json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        raise InvalidInputError("config.json", "file", f"valid JSON ({str(exc)[:80]})") from None
-    if not isinstance(cfg, dict):
-        raise InvalidInputError("config.json", type(cfg).__name__, "a JSON object")
+    cfg = parse_config_json(text)
     metadata.setdefault("id", cfg.get("_name_or_path") or default_id)
     return model_from_config(cfg, **metadata)
 
 
+def parse_config_json(text: str | bytes, *, name: str = "config.json") -> dict[str, Any]:
+    """A JSON object from UTF-8 text (a BOM is dropped; NaN and Infinity are refused)."""
+    if isinstance(text, bytes | bytearray):
+        try:  # json.loads would guess UTF-16/32 from bytes; config.json files are UTF-8 (a BOM is dropped)
+            text = bytes(text).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(name, f"byte {exc.object[exc.start]:#04x} at offset {exc.start}",
+                                    "UTF-8 text (save the file as UTF-8)") from None
+    try:
+        cfg = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidInputError(name, "file", f"valid JSON ({str(exc)[:80]})") from None
+    if not isinstance(cfg, dict):
+        raise InvalidInputError(name, type(cfg).__name__, "a JSON object")
+    return cfg
+
+
 def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not a number JSON allows")
+
+
+def with_hf_quant_config(cfg: dict[str, Any], quant: dict[str, Any]) -> dict[str, Any]:
+    """``cfg`` with the ``quantization_config`` vLLM derives from ModelOpt's ``hf_quant_config.json``.
+
+    That file (``{"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8" | "NVFP4", …}}``)
+    is what NVIDIA's ModelOpt checkpoints carry instead of a ``quantization_config``; vLLM reads it the
+    same way (``ModelOptFp8Config`` / ``ModelOptNvFp4Config``). A config that has its own
+    ``quantization_config`` keeps it.
+    """
+    text = cfg.get("text_config")
+    if cfg.get("quantization_config") or (isinstance(text, dict) and text.get("quantization_config")):
+        return cfg
+    section = quant.get("quantization")
+    if not isinstance(section, dict) or not isinstance(section.get("quant_algo"), str):
+        raise InvalidInputError("hf_quant_config.json", section, "a ModelOpt 'quantization' object with a quant_algo")
+    return {**cfg, "quantization_config": {"quant_method": "modelopt", "quant_algo": section["quant_algo"]}}
 
 
 def model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> ModelSpec:
@@ -75,14 +156,17 @@ def model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> Model
 
 
 def _model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> ModelSpec:
-    text = _text_config(cfg)
+    assumed: list[str] = []
+    text = _fill_transformers_defaults(_text_config(cfg), assumed)
+    _refuse_stateful_layers(text)
     fields: dict[str, Any] = {"id": id, "architecture": _architecture(cfg)}
-    fields.update(_core_dims(text))
+    fields.update(_core_dims(text, assumed))
     fields.update(_attention_layout(text, fields["num_hidden_layers"]))
     fields.update(_mla(text))
     fields.update(_moe(text, fields["num_hidden_layers"], fields["intermediate_size"]))
     fields.update(_quantization(cfg.get("quantization_config") or text.get("quantization_config")))
     fields.update(_rope(text, fields))
+    fields["defaults_assumed"] = tuple(assumed)
     fields.update(metadata)
     try:
         return ModelSpec(**fields)
@@ -104,6 +188,46 @@ def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _fill_transformers_defaults(c: dict[str, Any], assumed: list[str]) -> dict[str, Any]:
+    """``c`` with the fields it omits set to the ``transformers`` defaults of its ``model_type``."""
+    rule, defaults = TRANSFORMERS_DEFAULTS.get(str(c.get("model_type") or ""), ("", {}))
+    out = dict(c)
+    for name, value in defaults.items():
+        if not any(key in c for key in _STATED_AS.get(name, (name,))):
+            out[name] = value
+            assumed.append(f"{name}={value} ({rule})")
+    return out
+
+
+def _refuse_stateful_layers(c: dict[str, Any]) -> None:
+    """Refuse layers that keep a per-request state instead of a KV cache, naming their kind."""
+    kind = _stateful_layer_kind(c)
+    if kind is not None:
+        raise InvalidInputError("layer_types", kind,
+                                f"attention layers only (full, sliding-window or chunked); llmcap cannot account "
+                                f"for {kind!r} layers yet (Mamba/SSM, linear-attention, recurrent and convolution "
+                                "layers keep a per-request state instead of a KV cache)")
+
+
+def _stateful_layer_kind(c: dict[str, Any]) -> str | None:
+    for key in ("layer_types", "layers_block_type", "block_types"):
+        kinds = c.get(key)
+        if isinstance(kinds, list):
+            other = [k for k in kinds if isinstance(k, str) and k not in _ATTENTION_ALIASES]
+            if other:
+                return other[0]
+    pattern = c.get("hybrid_override_pattern")  # Nemotron-H: M = Mamba-2, * = attention, - = MLP, E = MoE
+    if isinstance(pattern, str) and "M" in pattern:
+        return "mamba"
+    types = c.get("attn_type_list")  # MiniMax-01: 0 = lightning (linear) attention, 1 = softmax attention
+    if isinstance(types, list) and 0 in types:
+        return "linear_attention"
+    for key, kind in _STATEFUL_KEYS.items():
+        if c.get(key) is not None:
+            return kind
+    return _STATEFUL_MODEL_TYPES.get(str(c.get("model_type") or ""))
+
+
 def _architecture(cfg: dict[str, Any]) -> str:
     archs = cfg.get("architectures")
     if isinstance(archs, list) and archs and isinstance(archs[0], str):
@@ -113,11 +237,15 @@ def _architecture(cfg: dict[str, Any]) -> str:
     raise InvalidInputError("architectures", archs, "a list naming the model class")
 
 
-def _int(cfg: dict[str, Any], *names: str, default: int | None = None, minimum: int = 1) -> int:
-    """The first of ``names`` present in ``cfg``, as a positive integer."""
+def _present(c: dict[str, Any], *names: str) -> bool:
+    return any(c.get(name) is not None for name in names)
+
+
+def _int(c: dict[str, Any], *names: str, default: int | None = None, minimum: int = 1) -> int:
+    """The first of ``names`` present in ``c``, as a positive integer."""
     for name in names:
-        if name in cfg and cfg[name] is not None:
-            value = cfg[name]
+        if name in c and c[name] is not None:
+            value = c[name]
             if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
                     or value != int(value)):
                 raise InvalidInputError(name, value, "an integer")
@@ -129,57 +257,93 @@ def _int(cfg: dict[str, Any], *names: str, default: int | None = None, minimum: 
     return default
 
 
-def _core_dims(c: dict[str, Any]) -> dict[str, Any]:
+def _assumed_int(c: dict[str, Any], names: tuple[str, ...], default: int | None, rule: str,
+                 assumed: list[str], minimum: int = 1) -> int:
+    """Like :func:`_int`; a ``default`` that is used is recorded as assumed."""
+    if default is not None and not _present(c, *names):
+        assumed.append(f"{names[0]}={default} ({rule})")
+    return _int(c, *names, default=default, minimum=minimum)
+
+
+def _core_dims(c: dict[str, Any], assumed: list[str]) -> dict[str, Any]:
     hidden = _int(c, "hidden_size", "n_embd", "d_model")
     heads = _int(c, "num_attention_heads", "n_head", "n_heads")
     layers = _int(c, "num_hidden_layers", "n_layer", "num_layers")
     if c.get("multi_query") and "n_head_kv" not in c and "num_kv_heads" not in c:
         kv_heads = 1
     else:
-        kv_heads = _int(c, "num_key_value_heads", "n_head_kv", "num_kv_heads", default=heads)
+        kv_heads = _assumed_int(c, ("num_key_value_heads", "n_head_kv", "num_kv_heads"), heads,
+                                "= num_attention_heads: multi-head attention", assumed)
     if heads % kv_heads:
         raise InvalidInputError("num_key_value_heads", kv_heads,
                                 f"a divisor of num_attention_heads ({heads})")
-    head_dim = _int(c, "head_dim", default=0, minimum=0) or hidden // heads
+    head_dim = _int(c, "head_dim", default=0, minimum=0)
+    if not head_dim:
+        head_dim = hidden // heads
+        if c.get("kv_lora_rank") is None:  # MLA models take head_dim from their rope + nope dims
+            assumed.append(f"head_dim={head_dim} (hidden_size / num_attention_heads)")
     is_falcon = "n_head" in c or c.get("model_type") in {"falcon", "RefinedWeb", "RefinedWebModel"}
-    dtype = str(c.get("torch_dtype") or c.get("dtype") or "bfloat16")
-    if dtype not in _DTYPES:
-        raise InvalidInputError("torch_dtype", dtype, f"one of {sorted(_DTYPES)}")
     return {
         "hidden_size": hidden,
         "num_hidden_layers": layers,
         "num_attention_heads": heads,
         "num_key_value_heads": kv_heads,
         "head_dim": head_dim,
-        "intermediate_size": _int(c, "intermediate_size_mlp", "intermediate_size", "ffn_hidden_size",
-                                  "n_inner", default=4 * hidden if is_falcon else None, minimum=0),
+        "intermediate_size": _assumed_int(c, ("intermediate_size_mlp", "intermediate_size", "ffn_hidden_size",
+                                              "n_inner"), 4 * hidden if is_falcon else None,
+                                          "4 × hidden_size, Falcon", assumed, minimum=0),
         "vocab_size": _int(c, "vocab_size", "padded_vocab_size"),
-        "max_position_embeddings": _int(c, "max_position_embeddings", "max_sequence_length",
-                                        "seq_length", "n_positions", default=2048 if is_falcon else None),
-        "tie_word_embeddings": bool(c.get("tie_word_embeddings", _ties_by_default(c, is_falcon))),
-        "torch_dtype": _DTYPES[dtype],
+        "max_position_embeddings": _assumed_int(c, ("max_position_embeddings", "max_sequence_length",
+                                                    "seq_length", "n_positions"),
+                                                2048 if is_falcon else None, "Falcon", assumed),
+        "tie_word_embeddings": _tied(c, is_falcon, assumed),
+        "torch_dtype": _dtype(c, assumed),
         "gated_mlp": not is_falcon,
-        "attention_bias": bool(c.get("attention_bias",
-                                     c.get("qkv_bias", str(c.get("model_type") or "").startswith("qwen2")))),
+        "attention_bias": _attention_bias(c, assumed),
         "norm_bias": is_falcon,
     }
 
 
-def _ties_by_default(c: dict[str, Any], is_falcon: bool) -> bool:
-    """``transformers`` defaults: Gemma and Falcon configs tie the LM head to the embedding."""
-    return is_falcon or str(c.get("model_type", "")).startswith("gemma")
+def _dtype(c: dict[str, Any], assumed: list[str]) -> str:
+    dtype = c.get("torch_dtype") or c.get("dtype")
+    if dtype is None:
+        assumed.append("torch_dtype=bfloat16 (no torch_dtype or dtype in config.json)")
+        dtype = "bfloat16"
+    if str(dtype) not in _DTYPES:
+        raise InvalidInputError("torch_dtype", dtype, f"one of {sorted(_DTYPES)}")
+    return _DTYPES[str(dtype)]
+
+
+def _tied(c: dict[str, Any], is_falcon: bool, assumed: list[str]) -> bool:
+    """``transformers`` defaults: Gemma and Falcon configs tie the LM head to the embedding, others do not."""
+    if "tie_word_embeddings" in c:
+        return bool(c["tie_word_embeddings"])
+    tied = is_falcon or str(c.get("model_type", "")).startswith("gemma")
+    assumed.append(f"tie_word_embeddings={tied} ("
+                   + ("Gemma and Falcon tie the LM head to the embedding" if tied else "a separate LM head") + ")")
+    return tied
+
+
+def _attention_bias(c: dict[str, Any], assumed: list[str]) -> bool:
+    """Bias on q/k/v: the config's flag, else Qwen2's rule (biased q/k/v, no flag in its config)."""
+    if "attention_bias" in c or "qkv_bias" in c:
+        return bool(c.get("attention_bias", c.get("qkv_bias")))
+    qwen2 = str(c.get("model_type") or "").startswith("qwen2")
+    assumed.append(f"attention_bias={qwen2} (" + ("Qwen2 family: q/k/v biases" if qwen2 else "no biases") + ")")
+    return qwen2
 
 
 def _attention_layout(c: dict[str, Any], layers: int) -> dict[str, Any]:
     """Per-layer attention kind and window, following the model's own rule for its pattern."""
     window = c.get("sliding_window") if c.get("use_sliding_window", True) else None
     chunk = c.get("attention_chunk_size")
+    pattern = c.get("sliding_window_pattern") or c.get("_sliding_window_pattern")
     kinds: list[str]
     if isinstance(c.get("layer_types"), list):
-        kinds = list(c["layer_types"])
+        kinds = [_ATTENTION_ALIASES.get(k, k) if isinstance(k, str) else k for k in c["layer_types"]]
         if len(kinds) != layers:
             raise InvalidInputError("layer_types", f"{len(kinds)} entries", f"one per layer ({layers})")
-        unknown = sorted(set(kinds) - _SUPPORTED_LAYER_TYPES)
+        unknown = sorted(str(k) for k in set(kinds) - _SUPPORTED_LAYER_TYPES)
         if unknown:
             raise InvalidInputError("layer_types", unknown[0],
                                     f"one of {sorted(_SUPPORTED_LAYER_TYPES)} (state-space and linear-attention "
@@ -189,7 +353,7 @@ def _attention_layout(c: dict[str, Any], layers: int) -> dict[str, Any]:
         kinds = ["chunked_attention" if no_rope[i] else "full_attention" for i in range(layers)]
     elif window and c.get("model_type") == "gemma2":
         kinds = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
-    elif window and (pattern := c.get("sliding_window_pattern")):
+    elif window and pattern:
         kinds = ["sliding_attention" if (i + 1) % int(pattern) else "full_attention" for i in range(layers)]
     elif window and "max_window_layers" in c and c.get("use_sliding_window"):
         kinds = ["sliding_attention" if i >= c["max_window_layers"] else "full_attention" for i in range(layers)]
@@ -268,19 +432,43 @@ def _quantization(q: dict[str, Any] | None) -> dict[str, Any]:
         excluded = " ".join(q.get("modules_to_not_convert") or [])
         return {"quantization": "mxfp4-moe" if "self_attn" in excluded else "mxfp4"}
     if method in {"awq", "gptq"}:
-        bits = q.get("bits", q.get("w_bit", 4))
-        group = q.get("group_size", q.get("q_group_size", 128))
-        if bits not in (4, 8) or not isinstance(group, int) or (group <= 0 and group != -1):
-            raise InvalidInputError("quantization_config.bits", bits, "4 or 8 bits with a positive group_size")
-        return {"quantization": f"{method}" if bits == 4 else f"{method}-int8", "quantization_group_size": group}
+        return _awq_gptq(method, q)
     if method == "modelopt" and "FP4" in str(q.get("quant_algo", "")).upper():
         return {"quantization": "nvfp4"}
     if method == "modelopt":
         return {"quantization": "fp8"}
     if method == "compressed-tensors":
         return {"quantization": _compressed_tensors(q)}
+    if method == "bitsandbytes":
+        return {"quantization": _bitsandbytes(q)}
     raise InvalidInputError("quantization_config.quant_method", method or None,
-                            "one of fp8, mxfp4, awq, gptq, modelopt, compressed-tensors")
+                            "one of fp8, mxfp4, awq, gptq, modelopt, compressed-tensors, bitsandbytes")
+
+
+def _awq_gptq(method: str, q: dict[str, Any]) -> dict[str, Any]:
+    bits = q.get("bits", q.get("w_bit", 4))
+    group = q.get("group_size", q.get("q_group_size", 128))
+    if bits not in (4, 8) or not isinstance(group, int) or (group <= 0 and group != -1):
+        raise InvalidInputError("quantization_config.bits", bits, "4 or 8 bits with a positive group_size")
+    return {"quantization": f"{method}" if bits == 4 else f"{method}-int8", "quantization_group_size": group}
+
+
+def _bitsandbytes(q: dict[str, Any]) -> str:
+    """``transformers``' ``BitsAndBytesConfig``: ``load_in_8bit`` (LLM.int8) or ``load_in_4bit`` (NF4/FP4).
+
+    Its ``to_dict`` writes both ``load_in_4bit`` and the private ``_load_in_4bit``; either is read. The
+    4-bit data type (``bnb_4bit_quant_type``) and ``bnb_4bit_use_double_quant`` do not change what vLLM
+    keeps in memory (see :func:`calculators.memory.weights.linear_bytes`).
+    """
+    if q.get("load_in_8bit") or q.get("_load_in_8bit"):
+        return "bitsandbytes-8bit"
+    if q.get("load_in_4bit") or q.get("_load_in_4bit"):
+        kind = q.get("bnb_4bit_quant_type", "fp4")
+        if kind not in ("nf4", "fp4"):
+            raise InvalidInputError("quantization_config.bnb_4bit_quant_type", kind, "nf4 or fp4")
+        return "bitsandbytes"
+    raise InvalidInputError("quantization_config.load_in_4bit", None,
+                            "load_in_4bit or load_in_8bit set to true (a bitsandbytes checkpoint)")
 
 
 def _compressed_tensors(q: dict[str, Any]) -> str:

@@ -129,6 +129,8 @@ class ModelSpec(_Frozen):
     params_total_card: float | None = None
     params_active_card: float | None = None
     params_source: str = ""
+    defaults_assumed: tuple[str, ...] = Field(
+        default=(), description="values the config.json did not give, each as 'field=value (rule)'")
     source: str = ""
     as_of: str = ""
     notes: str = ""

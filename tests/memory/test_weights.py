@@ -75,3 +75,95 @@ def test_parameter_counts_agree_with_model_cards(model_id):
 def test_unknown_quantization():
     with pytest.raises(InvalidInputError, match="quantization"):
         weight_bytes_per_gpu(get_model("Qwen/Qwen3-8B"), quantization="int3")
+
+
+# --- bitsandbytes -------------------------------------------------------------------------------------
+
+def test_bnb_4bit_statistics_by_hand():
+    from calculators.memory.weights import bnb_4bit_bytes
+
+    # 256 × 256 = 65,536 weights: 32,768 B packed; 1,024 blocks of 64 → fp32 absmax 4,096 B.
+    assert bnb_4bit_bytes(65_536) == 32_768 + 4_096
+    # double quantisation: 1,024 uint8 absmaxes + ⌈1,024 / 256⌉ = 4 fp32 second-level absmaxes.
+    assert bnb_4bit_bytes(65_536, double_quant=True) == 32_768 + 1_024 + 16
+    # 100 weights: 50 B packed; 2 blocks (the last one partial) → 8 B, or 2 B + one fp32 = 6 B.
+    assert bnb_4bit_bytes(100) == 58 and bnb_4bit_bytes(100, double_quant=True) == 56
+
+
+def _tiny_bnb_model(quantization: str | None = None):
+    from calculators.specs.hf_config import model_from_config
+
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "head_dim": 64, "num_hidden_layers": 2, "intermediate_size": 512,
+           "vocab_size": 1000, "max_position_embeddings": 128, "torch_dtype": "bfloat16", "tie_word_embeddings": False,
+           "attention_bias": False}
+    if quantization:
+        cfg["quantization_config"] = {"quant_method": "bitsandbytes", "load_in_4bit": quantization == "4bit",
+                                      "load_in_8bit": quantization == "8bit", "bnb_4bit_quant_type": "nf4",
+                                      "bnb_4bit_use_double_quant": True}
+    return model_from_config(cfg, id="tiny")
+
+
+def test_bitsandbytes_4bit_weights_of_a_small_model_by_hand():
+    """hidden 256, 4 heads × 64, 2 KV heads, 2 layers, MLP 512, vocab 1,000, untied, bf16, 128 positions.
+
+    Each linear: n weights → n/2 + 4·⌈n/64⌉ bytes (4 bits + an fp32 absmax per 64; vLLM keeps fp32
+    absmaxes even for double-quantised checkpoints, dequantising the nested statistics at load):
+      q  256×256 = 65,536 → 32,768 + 4,096 = 36,864;  k, v 256×128 = 32,768 → 16,384 + 2,048 = 18,432 each;
+      o  36,864;  gate, up, down 256×512 = 131,072 → 65,536 + 8,192 = 73,728 each.
+      Per layer 36,864 + 2·18,432 + 36,864 + 3·73,728 = 331,776; 2 layers = 663,552.
+    Unquantised (bf16): 2 norms a layer 2·2·256·2 = 2,048, final norm 512, embedding and LM head
+    ⌈1,000/64⌉·64 = 1,024 rows × 256 × 2 = 524,288 each, cos/sin cache 128 × 64 × 2 = 16,384.
+    Total 663,552 + 2,048 + 512 + 2·524,288 + 16,384 = 1,731,072 B.
+    """
+    m = _tiny_bnb_model("4bit")
+    assert m.quantization == "bitsandbytes"
+    assert weight_bytes_per_gpu(m).item() == 1_731_072
+    # the same figure for the bf16 checkpoint served with --quantization bitsandbytes (in-flight NF4)
+    assert weight_bytes_per_gpu(_tiny_bnb_model(), quantization="bitsandbytes").item() == 1_731_072
+
+
+def test_bitsandbytes_8bit_weights_by_hand():
+    """LLM.int8: one int8 per weight + one fp32 scale (SCB) per output row.
+
+    k and v (256 in, 128 out): 2 × (32,768 + 4·128) = 66,560 B; q (256 → 256): 65,536 + 1,024 = 66,560 B.
+    """
+    from calculators.memory.weights import Linear, linear_bytes
+
+    assert linear_bytes(Linear(256, 128, 2, "kv", True), "bitsandbytes-8bit", 2) == 66_560
+    assert linear_bytes(Linear(256, 256, 1, "tp", True), "bitsandbytes-8bit", 2) == 66_560
+    assert linear_bytes(Linear(256, 4, 1, "none", False), "bitsandbytes-8bit", 2) == 256 * 4 * 2  # router: bf16
+    m = _tiny_bnb_model("8bit")
+    assert m.quantization == "bitsandbytes-8bit"
+    # --quantization bitsandbytes (vLLM's one name for both) keeps the checkpoint's 8-bit layout
+    assert weight_bytes_per_gpu(m, quantization="bitsandbytes").item() == weight_bytes_per_gpu(m).item()
+
+
+def test_llama_31_8b_bitsandbytes_4bit_by_hand():
+    """Llama-3.1-8B, --quantization bitsandbytes (in-flight NF4), TP 1.
+
+    q, o: 4096² = 16,777,216 → 8,388,608 + 4·262,144 = 9,437,184 each; k, v: 4096·1024 = 4,194,304 →
+    2,097,152 + 262,144 = 2,359,296 each; gate, up, down: 4096·14336 = 58,720,256 → 29,360,128 + 3,670,016 =
+    33,030,144 each. Per layer 2·9,437,184 + 2·2,359,296 + 3·33,030,144 = 122,683,392; 32 layers =
+    3,925,868,544. bf16: norms 32·2·4096·2 + 4096·2 = 532,480; embedding and LM head 128,256 × 4096 × 2 =
+    1,050,673,152 each; cos/sin cache 131,072 × 128 × 2 = 33,554,432. Total 6,061,301,760 B.
+    """
+    w = weight_bytes_per_gpu(get_model("meta-llama/Llama-3.1-8B-Instruct"), quantization="bitsandbytes").item()
+    assert w == 3_925_868_544 + 532_480 + 2 * 1_050_673_152 + 33_554_432 == 6_061_301_760
+
+
+def test_bitsandbytes_is_accepted_where_vllm_accepts_it():
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    model = ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100", "--quantization", "bitsandbytes"]
+    for cmd in (["capacity"], ["perf", "--batch-size", "8", "--input-len", "512", "--output-len", "64"]):
+        p = subprocess.run([sys.executable, "-m", "calculators.cli", cmd[0], *model, *cmd[1:], "--json"],
+                           capture_output=True, text=True, cwd=root, timeout=120)
+        assert p.returncode == 0, p.stderr
+        if cmd[0] == "capacity":
+            doc = json.loads(p.stdout)
+            assert doc["settings"]["quantization"] == "bitsandbytes" and doc["weights_bytes"] == 6_061_301_760

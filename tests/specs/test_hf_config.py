@@ -116,3 +116,165 @@ def test_json_text_round_trip(tmp_path):
     assert load_config_file(p).head_dim == 128
     with pytest.raises(InvalidInputError, match="model"):
         load_config_file(tmp_path / "missing.json")
+
+
+# --- Gemma 3: fields left to transformers' defaults ------------------------------------------------------
+
+def test_gemma3_27b_it_config_imports_with_transformers_defaults():
+    """google/gemma-3-27b-it's real config.json (tests/fixtures/hf_configs/PROVENANCE_ADDED.md) omits vocab_size,
+    max_position_embeddings and the layer pattern: Gemma3TextConfig's defaults (transformers v4.50.0) fill them.
+
+    By hand: one token in one layer stores K and V, 16 KV heads × head_dim 128 × 2 bytes (bf16) each:
+    2 × 16 × 128 × 2 = 8,192 B. Layer i is global iff (i + 1) % 6 == 0 (sliding_window_pattern 6):
+    i = 5, 11, …, 59 → 10 full-attention layers and 62 − 10 = 52 sliding-window layers (window 1024).
+    Per token, every layer counted: 62 × 8,192 = 507,904 B; full layers 10 × 8,192 = 81,920 B, windowed
+    layers 52 × 8,192 = 425,984 B but only for the last 1,024 tokens of a sequence. A 32,768-token
+    sequence: 32,768 × 81,920 + 1,024 × 425,984 = 2,684,354,560 + 436,207,616 = 3,120,562,176 B.
+    At TP 2 each rank keeps 8 KV heads: 507,904 / 2 = 253,952 B per token.
+    """
+    from calculators.memory.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
+
+    m = hf("google__gemma-3-27b-it")
+    assert m.id == "google/gemma-3-27b-it" and m.architecture == "Gemma3ForConditionalGeneration"
+    assert (m.num_hidden_layers, m.num_key_value_heads, m.head_dim, m.sliding_window) == (62, 16, 128, 1024)
+    assert m.layer_types.count("full_attention") == 10 and m.layer_types.count("sliding_attention") == 52
+    assert [i for i, k in enumerate(m.layer_types) if k == "full_attention"] == list(range(5, 62, 6))
+    assert int(kv_bytes_per_token(m)) == 62 * 8_192 == 507_904
+    assert int(kv_bytes_per_token(m, tensor_parallel_size=2)) == 253_952
+    assert int(kv_bytes_per_sequence(m, 32_768)) == 32_768 * 81_920 + 1_024 * 425_984 == 3_120_562_176
+    assert (m.vocab_size, m.max_position_embeddings, m.tie_word_embeddings, m.num_rope_caches) == (262_208, 131_072,
+                                                                                                    True, 2)
+    assert m.defaults_assumed == (
+        "vocab_size=262208 (transformers Gemma3TextConfig default)",
+        "max_position_embeddings=131072 (transformers Gemma3TextConfig default)",
+        "tie_word_embeddings=True (transformers Gemma3TextConfig default)",
+        "attention_bias=False (transformers Gemma3TextConfig default)",
+        "sliding_window_pattern=6 (transformers Gemma3TextConfig default)",
+        "rope_local_base_freq=10000.0 (transformers Gemma3TextConfig default)",
+    )
+
+
+def test_gemma3_config_that_leaves_the_head_counts_to_the_defaults():
+    """As google/gemma-3-4b-it's text_config does: 8 heads, 4 KV heads and head_dim 256 are the class defaults.
+
+    By hand: 2 × 4 KV heads × 256 × 2 B = 4,096 B per token per layer; 34 layers → 139,264 B per token;
+    global layers i = 5, 11, 17, 23, 29 → 5 full and 29 sliding.
+    """
+    from calculators.memory.kv_cache import kv_bytes_per_token
+
+    cfg = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "torch_dtype": "bfloat16",
+           "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                           "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                           "sliding_window": 1024}}
+    m = model_from_config(cfg, id="gemma-3-4b-like")
+    assert (m.num_attention_heads, m.num_key_value_heads, m.head_dim) == (8, 4, 256)
+    assert int(kv_bytes_per_token(m)) == 34 * 4_096 == 139_264
+    assert m.layer_types.count("full_attention") == 5 and m.sliding_window == 1024
+    for name in ("num_attention_heads=8", "num_key_value_heads=4", "head_dim=256", "vocab_size=262208"):
+        assert f"{name} (transformers Gemma3TextConfig default)" in m.defaults_assumed
+
+
+def test_newer_gemma3_dumps_with_layer_types_assume_no_pattern():
+    cfg = {"model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"], "hidden_size": 640,
+           "intermediate_size": 2048, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 1,
+           "head_dim": 256, "vocab_size": 262144, "max_position_embeddings": 32768, "sliding_window": 512,
+           "layer_types": ["sliding_attention", "sliding_attention", "full_attention"], "torch_dtype": "bfloat16",
+           "rope_parameters": {"full_attention": {"rope_theta": 1e6}, "sliding_attention": {"rope_theta": 1e4}}}
+    m = model_from_config(cfg, id="gemma-3-270m-like")
+    assert m.layer_types == ("sliding_attention", "sliding_attention", "full_attention")
+    assert not any(a.startswith(("sliding_window_pattern", "rope_local_base_freq")) for a in m.defaults_assumed)
+
+
+# --- any model_type: what was assumed is named ------------------------------------------------------------
+
+def test_unknown_model_type_imports_and_names_its_assumptions():
+    """By hand: no num_key_value_heads → 8 (MHA), no head_dim → 512 / 8 = 64; bf16 assumed:
+    2 × 3 layers × 8 KV heads × 64 × 2 B = 6,144 B per token."""
+    from calculators.memory.kv_cache import kv_bytes_per_token
+
+    cfg = {"architectures": ["FooForCausalLM"], "model_type": "foo", "hidden_size": 512, "num_attention_heads": 8,
+           "num_hidden_layers": 3, "vocab_size": 5000, "intermediate_size": 1024, "max_position_embeddings": 4096}
+    m = model_from_config(cfg, id="acme/foo")
+    assert int(kv_bytes_per_token(m)) == 6_144
+    assert m.defaults_assumed == (
+        "num_key_value_heads=8 (= num_attention_heads: multi-head attention)",
+        "head_dim=64 (hidden_size / num_attention_heads)",
+        "tie_word_embeddings=False (a separate LM head)",
+        "torch_dtype=bfloat16 (no torch_dtype or dtype in config.json)",
+        "attention_bias=False (no biases)",
+    )
+
+
+def test_a_complete_config_assumes_nothing():
+    m = hf("Qwen__Qwen3-8B")
+    assert m.defaults_assumed == ()
+
+
+@pytest.mark.parametrize("extra, kind", [
+    ({"layer_types": ["linear_attention", "full_attention"]}, "linear_attention"),  # Qwen3-Next
+    ({"layer_types": ["mamba", "attention"]}, "mamba"),  # Granite 4 hybrid
+    ({"hybrid_override_pattern": "M*"}, "mamba"),  # Nemotron-H
+    ({"layers_block_type": ["mamba", "hybrid"]}, "mamba"),  # Zamba 2
+    ({"attn_layer_period": 8, "attn_layer_offset": 4, "model_type": "jamba"}, "mamba"),
+    ({"block_types": ["recurrent", "attention"]}, "recurrent"),  # RecurrentGemma
+    ({"attn_type_list": [0, 1]}, "linear_attention"),  # MiniMax-01 lightning attention
+    ({"linear_attn_config": {"kda_layers": [1]}}, "linear_attention"),  # Kimi-Linear
+    ({"model_type": "mamba", "state_size": 16}, "mamba"),
+    ({"model_type": "rwkv"}, "rwkv"),
+])
+def test_stateful_layers_are_refused_by_kind(extra, kind):
+    cfg = {"architectures": ["X"], "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+           "vocab_size": 10, "intermediate_size": 8, "max_position_embeddings": 8, **extra}
+    with pytest.raises(InvalidInputError) as e:
+        model_from_config(cfg, id="x")
+    assert e.value.field == "layer_types" and e.value.value == kind and repr(kind) in str(e.value)
+
+
+def test_pure_mamba_config_names_mamba_not_a_missing_field():
+    cfg = {"architectures": ["MambaForCausalLM"], "model_type": "mamba", "hidden_size": 768, "state_size": 16,
+           "num_hidden_layers": 24, "vocab_size": 50280, "conv_kernel": 4, "expand": 2}
+    with pytest.raises(InvalidInputError, match="'mamba' layers"):
+        model_from_config(cfg, id="state-spaces/mamba-130m-hf")
+
+
+def test_attention_alias_in_layer_types_is_full_attention():
+    cfg = {"architectures": ["X"], "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+           "vocab_size": 10, "intermediate_size": 8, "max_position_embeddings": 8,
+           "layer_types": ["attention", "attention"]}
+    assert model_from_config(cfg, id="x").layer_types == ("full_attention", "full_attention")
+
+
+# --- quantisation formats ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("q, expected", [
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+      "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "bfloat16"}, "bitsandbytes"),
+    ({"quant_method": "bitsandbytes", "_load_in_4bit": True, "load_in_4bit": True, "bnb_4bit_quant_type": "fp4"},
+     "bitsandbytes"),
+    ({"quant_method": "bitsandbytes", "load_in_8bit": True, "llm_int8_threshold": 6.0}, "bitsandbytes-8bit"),
+])
+def test_bitsandbytes_quantization_config(q, expected):
+    cfg = json.loads((HF_CONFIGS / "meta-llama__Llama-3.1-8B.json").read_text())
+    assert model_from_config({**cfg, "quantization_config": q}, id="x").quantization == expected
+
+
+@pytest.mark.parametrize("q, field", [
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "int4"},
+     "quantization_config.bnb_4bit_quant_type"),
+    ({"quant_method": "bitsandbytes"}, "quantization_config.load_in_4bit"),
+])
+def test_bad_bitsandbytes_config_names_the_field(q, field):
+    cfg = json.loads((HF_CONFIGS / "meta-llama__Llama-3.1-8B.json").read_text())
+    with pytest.raises(InvalidInputError) as e:
+        model_from_config({**cfg, "quantization_config": q}, id="x")
+    assert e.value.field == field
+
+
+def test_modelopt_hf_quant_config_beside_a_config_json(tmp_path):
+    (tmp_path / "config.json").write_text((HF_CONFIGS / "meta-llama__Llama-3.1-8B.json").read_text())
+    assert load_config_file(tmp_path / "config.json").quantization is None
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(
+        {"producer": {"name": "modelopt", "version": "0.33.0"},
+         "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "group_size": 16,
+                          "exclude_modules": ["lm_head"]}}))
+    assert load_config_file(tmp_path / "config.json").quantization == "nvfp4"
