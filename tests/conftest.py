@@ -2,9 +2,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+# No test reaches the real Hugging Face Hub: unknown ids meet a closed local port, offline. The Hub's own
+# tests (tests/specs/test_hf_hub.py) serve a local Hub and set these per test. Subprocesses inherit them.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_ENDPOINT"] = "http://127.0.0.1:9"
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HF_CONFIGS = FIXTURES / "hf_configs"
