@@ -13,6 +13,7 @@ from calculators.specs.catalog import get_gpu, get_model
 from calculators.specs.hf_config import load_config_file
 from calculators.specs.schema import ModelSpec
 from calculators.validation import positive_int
+from calculators.vllm.versions import DEFAULT_VLLM_VERSION, default_scheduler_limits, parse_vllm_version
 
 
 class Parser(argparse.ArgumentParser):
@@ -46,6 +47,8 @@ def add_model_on_gpu(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16"])
     p.add_argument("--quantization", default=None)
     p.add_argument("--kv-cache-dtype", default="auto")
+    p.add_argument("--max-num-batched-tokens", type=int,
+                   help="tokens per engine step (default: what vllm serve picks for this GPU)")
 
 
 def add_perf(p: argparse.ArgumentParser) -> None:
@@ -79,9 +82,14 @@ def load_calibration(path: str | None) -> Calibration | None:
 
 
 def plain_roofline(a: argparse.Namespace, eff: Efficiencies) -> Roofline:
-    return Roofline(resolve_model(a.model), get_gpu(a.gpu), tensor_parallel_size=a.tensor_parallel_size,
+    """The roofline the flags describe; the step's token budget is vLLM's default for the GPU unless given."""
+    model, gpu = resolve_model(a.model), get_gpu(a.gpu)
+    budget = a.max_num_batched_tokens or default_scheduler_limits(
+        parse_vllm_version(DEFAULT_VLLM_VERSION), gpu.memory_gib, gpu.name, model.max_position_embeddings)[0]
+    return Roofline(model, gpu, tensor_parallel_size=a.tensor_parallel_size,
                     pipeline_parallel_size=a.pipeline_parallel_size, quantization=a.quantization, dtype=a.dtype,
-                    kv_cache_dtype=a.kv_cache_dtype, efficiencies=eff)
+                    kv_cache_dtype=a.kv_cache_dtype, efficiencies=eff,
+                    max_num_batched_tokens=int(positive_int("max_num_batched_tokens", budget, scalar=True)))
 
 
 def roofline(a: argparse.Namespace) -> Roofline:

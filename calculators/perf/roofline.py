@@ -239,8 +239,8 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     prompts of ``prompt_tokens`` [s].
 
     The weights are read once for all ``B + P`` tokens; the prompt tokens add their linear FLOP, attention to
-    half their prompt on average (``∝ P · I/2``) and their KV, written and read back once by the tiled
-    attention kernel (not once per query token). With
+    half their prompt on average (``∝ P · I/2``) and the KV they write (the tiled attention kernel reads a
+    chunk's keys and values once, not once per query token), as :func:`prefill_terms` counts them. With
     ``P = 0`` this is :func:`decode_terms` exactly (docs/performance-model.md §2).
     """
     b = np.asarray(batch, dtype=np.float64) / micro_batches
@@ -249,7 +249,7 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     half = np.asarray(prompt_tokens, dtype=np.float64) / 2
     win, half_win = np.minimum(ctx, c.window_tokens), np.minimum(half, c.window_tokens)
     touched = 1 - (1 - c.expert_hit_fraction) ** (b + p)
-    kv = (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token) * 2 * p + (  # prompt KV written, read once
+    kv = (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token) * p + (  # prompt KV written, as in prefill
         b * (c.kv_full_bytes_per_token * ctx + c.kv_window_bytes_per_token * win))
     mem_bytes = c.dense_weight_bytes + c.expert_weight_bytes * touched + kv
     flop = (b + p) * c.linear_flop_per_token + c.attn_full_flop_per_token_ctx * (b * ctx + p * half) + (

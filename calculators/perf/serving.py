@@ -19,6 +19,8 @@ For requests of ``I`` input and ``O`` output tokens (docs/performance-model.md �
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -41,13 +43,27 @@ def _lengths(input_len: ArrayLike, output_len: ArrayLike) -> tuple[np.ndarray, n
 
 def closed_loop_tpot_s(pm: PerformanceModel, concurrency: ArrayLike, input_len: ArrayLike,
                        output_len: ArrayLike) -> np.ndarray:
-    """Time per output token with ``N`` requests in flight, arriving prompts mixed into the steps [s]."""
+    """Time per output token with ``N`` requests in flight, arriving prompts mixed into the steps [s].
+
+    A request lives ``O`` steps, so ``λ = N/O`` prompts arrive per step on average; their number ``k`` in a
+    step is taken as Poisson and the step time averaged over it — a step that gets a whole prompt runs much
+    longer than one that gets none, so the mean step is not the step at the mean. Prompt tokens beyond the
+    budget ``max_num_batched_tokens − N`` run as prefill-only steps the decoders wait through. The sum runs
+    to ``k ≤ λ + 8√λ + 8``, where the Poisson tail is below 1e-9.
+    """
     n = np.asarray(positive("concurrency", concurrency), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
-    need = n * i / o
-    mixed_tokens = np.minimum(need, np.maximum(_budget(pm) - n, 0.0))
-    step = pm.mixed_step_time_s(n, i + o / 2, mixed_tokens, i)
-    rest = (need - mixed_tokens) * o / i  # prompts per cycle that fit no mixed step
+    lam = n / o
+    room = np.maximum(_budget(pm) - n, 0.0)
+    top = int(np.ceil(np.max(lam) + 8 * np.sqrt(np.max(lam)) + 8))
+    step = overflow = np.zeros(np.broadcast_shapes(n.shape, i.shape, o.shape))
+    log_lam = np.log(np.maximum(lam, 1e-300))
+    for k in range(top + 1):
+        prob = np.exp(k * log_lam - lam - math.lgamma(k + 1))
+        mixed = np.minimum(k * i, room)
+        step = step + prob * pm.mixed_step_time_s(n, i + o / 2, mixed, i)
+        overflow = overflow + prob * (k * i - mixed)
+    rest = overflow * o / i  # prompts per cycle that fit no mixed step
     extra = np.where(rest > 0, pm.prefill_time_s(i, np.maximum(rest, 1e-12)), 0.0)
     return step + extra / o
 

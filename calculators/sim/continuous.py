@@ -55,7 +55,9 @@ class ContinuousRun:
         self.free = self.num_blocks
         hit = pol.prefix_cache_hit_rate
         self.cached = [min(int(hit * x), x - 1) for x in self.inp] if hit > 0 else None
-        self.table = StepTable(pm, int((wl.input_tokens + wl.output_tokens).max()), self.budget_max)
+        self.table = StepTable(pm, int((wl.input_tokens + wl.output_tokens).max()), self.budget_max,
+                               mean_context=float((wl.input_tokens + wl.output_tokens / 2).mean()),
+                               mean_prompt=float(wl.input_tokens.mean()))
         self.t_limit, self.max_events = t_limit, max_events
         nan = math.nan
         self.arrival, self.sched, self.first, self.finish = [nan] * n, [nan] * n, [nan] * n, [nan] * n
@@ -251,7 +253,7 @@ class ContinuousRun:
         for _, c in chunks:
             prompt_tokens += c
         if prompt_tokens:
-            dt += self.table.prefill[prompt_tokens]
+            dt += self.table.added(self.n_dec, prompt_tokens)
         self.record_step(dt, len(self.running), prompt_tokens)
         self.t += dt
         self.sum_ctx += self.n_dec

@@ -26,8 +26,10 @@ def _page(make_app, page: str, **params):
 
 
 def _cli_knee(model: str, gpu: str, tp: int = 1, **kw) -> dict:
-    """``llmcap knee --json`` for the scenario's defaults (2000 in, 300 out, p99 1 s / 50 ms)."""
-    r = Roofline(get_model(model), get_gpu(gpu), tensor_parallel_size=tp)
+    """``llmcap knee --json`` for the scenario's defaults (2000 in, 300 out, p99 1 s / 50 ms), with the token
+    budget vllm serve picks (V1: 2,048 on an A100, 8,192 on GPUs of ≥ 70 GiB other than the A100)."""
+    budget = 2048 if "A100" in gpu else 8192
+    r = Roofline(get_model(model), get_gpu(gpu), tensor_parallel_size=tp, max_num_batched_tokens=budget)
     return knee_document(r, input_len=2000, output_len=300, **{"ttft_target_s": 1.0, "tpot_target_s": 0.05, **kw})
 
 
