@@ -4,19 +4,20 @@ One engine *step* (iteration) at a time, as vLLM's scheduler runs them, with ste
 :class:`~calculators.perf.model.PerformanceModel`:
 
     step_s = decode_step_time_s(n_decoding, mean context of the decoding sequences)   (if n_decoding > 0)
-           + prefill_time_s(prompt tokens scheduled in the step, 1)                   (if any)
+           + what the step's P prompt tokens add to it (if any): the model's fused step
+             mixed_step_time_s(n_decoding, C̄, P, Ī) − mixed_step_time_s(n_decoding, C̄, 0, Ī)
 
 Approximations (stated so that a reader can defend or discount the numbers):
 
-- A mixed step is the *sum* of a decode step and a prefill of all the step's prompt chunks taken
-  as one prompt. Real engines run them as one fused batch, reading the weights once, so mixed
-  steps are pessimistic by about one weight read plus one fixed overhead. Treating several
-  chunks as one prompt over-counts the causal-attention ``P²`` term for many short prompts and
-  ignores attention of a later chunk to earlier chunks of its own prompt.
+- A mixed step is fused as vLLM V1 runs it (weights read once; docs/performance-model.md §2), with what
+  the prompt tokens add taken at the workload's mean context ``C̄`` and prompt length ``Ī``; several
+  chunks in one step are costed as one, which over-counts the causal-attention term for many short
+  prompts and ignores attention of a later chunk to earlier chunks of its own prompt.
 - Decode time uses the *mean* context of the decoding sequences; the roofline's KV bytes are linear
   in ``B · C``, so the mean is exact for the memory term.
-- Step times are tabulated once per run: prefill for every token count up to the budget, decode per
-  batch size on a context grid (at most 2048 points), linearly interpolated between grid points.
+- Step times are tabulated once per run (:class:`~calculators.sim.step_table.StepTable`): decode per
+  batch size on a context grid (at most 2048 points), what prompt tokens add per batch size on a token
+  grid (257 points), linearly interpolated between grid points.
 - Continuous batching follows vLLM V1: running requests first (decodes, then unfinished prompt
   chunks), then waiting ones FCFS while ``max_num_seqs``, the ``max_num_batched_tokens`` budget and
   free KV blocks allow (chunked prefill always on). When a running request needs a block that is
