@@ -194,6 +194,11 @@ def _workload(max_len: int | None, trace):
     return make_workload(arr, ind, outd, duration_s=dur, seed=int(g.sim_seed)), rate
 
 
+def _warmup_s(duration_s: float) -> float:
+    """The warm-up left out of the statistics [s]: the page's share of the run."""
+    return duration_s * float(st.session_state.sim_warmup_pct) / 100
+
+
 def _config_key(ctx, source: str, input_keys: list[str]) -> str:
     items = [(k, repr(st.session_state.get(k))) for k in sorted(input_keys)]
     trace = (st.session_state.get(keys.SIM_TRACE) or {}).get("sha")
@@ -214,7 +219,7 @@ def _run(pm, ctx, source: str, input_keys: list[str], trace, num_blocks: int, bl
     runs = {}
     for k, (name, pol) in enumerate(pols.items()):
         bar.progress(k / len(pols), text=f"Simulating {name} ({wl.num_requests:,} requests)…")
-        runs[name] = simulate(pm, wl, pol, duration_s=dur, slo=slo, warmup_s=dur * float(g.sim_warmup_pct) / 100)
+        runs[name] = simulate(pm, wl, pol, duration_s=dur, slo=slo, warmup_s=_warmup_s(dur))
     bar.progress(1.0, text="Done")
     bar.empty()
     g[keys.SIM_RESULTS] = {"key": _config_key(ctx, source, input_keys), "runs": runs, "offered": offered, "slo": slo,
@@ -334,9 +339,12 @@ def _sweep(pm, ctx, trace, num_blocks: int, block_size: int, slo: SLO) -> None:
             st.error(f"Cannot run — {exc}")
             return
         bar = st.progress(0.0, text="Sweeping…")
-        sw = sweep_max_num_seqs(pm, wl, sweep_grid(int(top)), policy=base, duration_s=float(g.sim_duration), slo=slo,
-                                on_progress=lambda k, n, v: bar.progress(k / n, text=f"max_num_seqs = {v} ({k + 1} "
-                                                                                     f"of {n})"))
+        dur = float(g.sim_duration)
+
+        def progress(k: int, n: int, v: int) -> None:
+            bar.progress(k / n, text=f"max_num_seqs = {v} ({k + 1} of {n})")
+        sw = sweep_max_num_seqs(pm, wl, sweep_grid(int(top)), policy=base, duration_s=dur, slo=slo,
+                                warmup_s=_warmup_s(dur), on_progress=progress)
         bar.empty()
         try:
             kd = knee_document(pm, input_len=int(g.sim_in), output_len=int(g.sim_out), ttft_target_s=slo.ttft_s,

@@ -25,9 +25,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from calculators.perf.model import PerformanceModel
+from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from calculators.validation import positive, positive_int
 
-DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # vLLM V1's token budget per step for online serving
 OPEN_LOOP_BISECTION_STEPS = 50
 
 

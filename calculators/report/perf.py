@@ -55,14 +55,14 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
     mode, value, m = _load(r, input_len, output_len, batch_size, concurrency, request_rate, max_num_seqs)
     in_flight = m.pop("concurrency", value)
     overloaded = bool(m.pop("overloaded", False))
-    batch_size = max(1, round(in_flight))
+    batch = max(1, round(in_flight))  # sequences in a step, whole
     terms = r.decode_breakdown(in_flight, input_len + output_len / 2)
     cross = float(np.ravel(crossover_batch_size(r, input_len + output_len / 2))[0])
     limit = kv_batch_limit(r, input_len + output_len)
     doc = {
         "model": r.model.id, "gpu": r.gpu.id, "tensor_parallel_size": int(np.ravel(r.tensor_parallel_size)[0]),
         "pipeline_parallel_size": r.pipeline_parallel_size, "compute_dtype": r.dtype_used,
-        "load_mode": mode, "batch_size": batch_size, "concurrency": in_flight, "request_rate": request_rate,
+        "load_mode": mode, "batch_size": batch, "concurrency": in_flight, "request_rate": request_rate,
         "overloaded": overloaded, "input_len": input_len, "output_len": output_len,
         **{k: (None if math.isinf(v) else v) for k, v in m.items()},
         "bound": "memory" if bool(np.ravel(terms["memory_bound"])[0]) else "compute",
@@ -77,8 +77,8 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
         "kv_batch_limit": limit,
         "efficiencies": {"compute": r.efficiencies.compute, "memory": r.efficiencies.memory},
     }
-    if batch_size > limit:
-        doc["warning"] = f"batch {batch_size} exceeds the KV cache: at most {limit} sequences of " \
+    if batch > limit:
+        doc["warning"] = f"batch {batch} exceeds the KV cache: at most {limit} sequences of " \
                          f"{input_len + output_len} tokens fit"
     return doc
 

@@ -48,12 +48,14 @@ def _meets(df: pd.DataFrame, slo: SLO | None) -> np.ndarray:
 
 def sweep_max_num_seqs(pm: PerformanceModel, workload: Workload, values, *, policy: ContinuousBatching | None = None,
                        duration_s: float | None = None, slo: SLO | None = None,
-                       on_progress: Callable[[int, int, int], None] | None = None) -> SweepResult:
+                       on_progress: Callable[[int, int, int], None] | None = None,
+                       warmup_s: float = 0.0) -> SweepResult:
     """Simulate at each ``max_num_seqs``; the knee (:func:`calculators.perf.curves.knee_batch`: smallest value
     whose doubling gains < 15 % throughput) and the SLO point (largest value meeting p99 TTFT/TPOT, not
     overloaded). For the knee to mean capacity, offer more load than the replica can serve.
 
-    ``on_progress(done, total, value)`` is called before each run (a progress bar's hook)."""
+    ``on_progress(done, total, value)`` is called before each run (a progress bar's hook); ``warmup_s`` is left
+    out of every run's statistics (:func:`calculators.sim.engine.simulate`)."""
     base = policy or ContinuousBatching()
     vals = np.unique(np.asarray(positive_int("max_num_seqs", np.atleast_1d(values))))
     rows = []
@@ -61,7 +63,8 @@ def sweep_max_num_seqs(pm: PerformanceModel, workload: Workload, values, *, poli
         if on_progress is not None:
             on_progress(k, len(vals), v)
         pol = replace(base, max_num_seqs=v, max_num_batched_tokens=max(base.max_num_batched_tokens, v))
-        rows.append({"max_num_seqs": v, **_row(simulate(pm, workload, pol, duration_s=duration_s, slo=slo))})
+        rows.append({"max_num_seqs": v, **_row(simulate(pm, workload, pol, duration_s=duration_s, slo=slo,
+                                                        warmup_s=warmup_s))})
     return summarise_max_num_seqs(pd.DataFrame(rows), slo)
 
 
