@@ -9,14 +9,15 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from calculators.errors import InvalidInputError
-from calculators.profiles import generic, guidellm, llmperf, nvidia, vllm
+from calculators.profiles import aiperf, generic, guidellm, llmperf, nvidia, vllm
 from calculators.profiles._common import decode, loads_json, loads_jsonl, read_csv
 from calculators.profiles.model import Profile, build_profile
 
 FORMATS = (
     "vllm-serve", "vllm-throughput", "vllm-latency", "vllm-nightly-summary", "vllm-nightly-commands",
     "inferencemax-agg", "guidellm", "aiperf-json", "genai-perf-json", "aiperf-csv", "genai-perf-csv",
-    "genai-perf-analyze-csv", "aiperf-jsonl", "llmperf-summary", "llmperf-individual", "generic-json", "generic-csv",
+    "genai-perf-analyze-csv", "aiperf-sweep-csv", "aiperf-jsonl", "llmperf-summary", "llmperf-individual",
+    "generic-json", "generic-csv",
 )
 """Every format :func:`detect_format` can name."""
 
@@ -76,7 +77,7 @@ def _parse(name: str, data: bytes) -> tuple[str, object]:
         return fmt, obj
     rows = read_csv(name, text)
     for check, fmt in ((nvidia.is_analyze_csv, "genai-perf-analyze-csv"), (nvidia.is_stats_csv, "aiperf-csv"),
-                       (generic.is_generic_csv, "generic-csv")):
+                       (aiperf.is_sweep_csv, "aiperf-sweep-csv"), (generic.is_generic_csv, "generic-csv")):
         if check(rows):
             return fmt, rows
     raise InvalidInputError(f"{name}: format", rows[0][:6] if rows else text[:40],
@@ -105,7 +106,8 @@ def _load_parsed(name: str, fmt: str, obj: object) -> Profile:
         "vllm-nightly-summary": vllm.load_nightly, "inferencemax-agg": vllm.load_inferencemax,
         "guidellm": guidellm.load_guidellm, "aiperf-json": nvidia.load_aiperf_json,
         "genai-perf-json": nvidia.load_aiperf_json, "aiperf-csv": nvidia.load_stats_csv,
-        "genai-perf-analyze-csv": nvidia.load_analyze_csv, "aiperf-jsonl": nvidia.load_aiperf_jsonl,
+        "genai-perf-analyze-csv": nvidia.load_analyze_csv,
+        "aiperf-sweep-csv": aiperf.load_sweep_csv, "aiperf-jsonl": nvidia.load_aiperf_jsonl,
         "llmperf-summary": llmperf.load_summary, "llmperf-individual": llmperf.load_individual,
         "generic-json": generic.load_generic_json, "generic-csv": generic.load_generic_csv,
     }
