@@ -31,6 +31,7 @@ GUIDE = FIX / "guidellm-v0.3.0_benchmarks_stripped.json"
 AIP = "aiperf-0.1.x-dev_gpt-oss-20b_conc100_profile_export"
 AIP_JSON, AIP_CSV, AIP_JSONL = FIX / f"{AIP}_aiperf.json", FIX / f"{AIP}_aiperf.csv", FIX / f"{AIP}.jsonl"
 GENAI = FIX / "genai-perf-0.0.9dev_gpt2_analyze_export_genai_perf.csv"
+AIP_SWEEP = FIX / "aiperf-0.11-format_handmade_conc-sweep_3-trials_profile_export_aiperf_sweep.csv"
 LLMP = "llmperf-results-2023-08-31_together-llama-2-70b-chat_550-150_conc5"
 LLMP_SUM, LLMP_IND = FIX / f"{LLMP}_summary.json", FIX / f"{LLMP}_individual_responses.json"
 
@@ -45,6 +46,7 @@ EXPECTED_FORMAT = {
     AIP_CSV.name: "aiperf-csv",
     AIP_JSONL.name: "aiperf-jsonl",
     GENAI.name: "genai-perf-analyze-csv",
+    AIP_SWEEP.name: "aiperf-sweep-csv",
     LLMP_SUM.name: "llmperf-summary",
     LLMP_IND.name: "llmperf-individual",
 }
