@@ -25,7 +25,8 @@ inputs.show_permalink(ctx)
 
 HERE = Path(__file__).resolve().parent
 page = st.navigation([
-    st.Page(HERE / "views" / "overview.py", title="Overview", icon=":material/dashboard:", default=True),
+    st.Page(HERE / "views" / "start.py", title="Start", icon=":material/home:", default=True),
+    st.Page(HERE / "views" / "overview.py", title="Overview", icon=":material/dashboard:", url_path="overview"),
     st.Page(HERE / "views" / "kv_cache.py", title="KV cache & concurrency", icon=":material/stacked_bar_chart:",
             url_path="kv_cache"),
     st.Page(HERE / "views" / "roofline.py", title="Roofline & batch size", icon=":material/show_chart:",

@@ -29,13 +29,19 @@ def _clear_caches():
     _clear_all()
 
 
+OVERVIEW = "views/overview.py"
+START = "views/start.py"
+
+
 @pytest.fixture
 def make_app():
-    def make(**params: str) -> AppTest:
+    """``make(page=..., **url_params)``: the app opened on ``page`` (default: the Overview; ``START`` is the
+    landing page) with those URL parameters."""
+    def make(page: str = OVERVIEW, **params: str) -> AppTest:
         at = AppTest.from_file(ENTRY, default_timeout=30)
         for k, v in params.items():
             at.query_params[k] = v
-        return at.run()
+        return at.switch_page(page).run()
     return make
 
 

@@ -1,0 +1,39 @@
+"""The landing page: a default scenario that fits, and the three tasks, each a button into its page."""
+from __future__ import annotations
+
+import pytest
+
+from app.ui.examples import EXAMPLES
+from tests.app.helpers import START
+
+
+def test_landing_has_three_tasks_and_no_error(make_app):
+    at = make_app(START)
+    assert not at.exception and not at.error
+    assert at.title[0].value == "LLM serving capacity planner"
+    assert [b.label for b in at.button] == ["Plan a fleet", "Build a quote", "Check vLLM flags"]
+    # the default scenario (Llama-3.1-8B on one H100) fits, and the page says so
+    assert any("fits" in c.value and "Llama-3.1-8B" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+def test_each_task_opens_its_page_with_the_example(make_app, example):
+    at = make_app(START, rate="3")
+    at.button(key=f"start_{example.name}").click().run(timeout=120)
+    assert not at.exception
+    s = example.scenario
+    assert at.selectbox(key="model").value == s.model and at.selectbox(key="gpu").value == s.gpu
+    assert at.number_input(key="rate").value == s.request_rate_per_s  # the 3 of the link is replaced
+    assert at.number_input(key="tp").value == s.tensor_parallel_size
+    title = {"views/fleet.py": "Fleet planner", "views/kv_cache.py": "KV cache & concurrency"}[example.page]
+    assert at.title[0].value == title
+
+
+def test_examples_name_catalog_specs_and_fit():
+    # every example's model and GPU are catalog ids (not aliases a selectbox would not find), and it fits
+    from calculators.specs.catalog import load_gpus, load_models
+    from calculators.vllm.capacity import vllm_capacity
+    for e in EXAMPLES:
+        s = e.scenario
+        assert s.model in load_models() and s.gpu in load_gpus()
+        assert vllm_capacity(load_models()[s.model], gpu=load_gpus()[s.gpu], **s.capacity_kwargs()).fits
