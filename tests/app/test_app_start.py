@@ -4,7 +4,11 @@ from __future__ import annotations
 import pytest
 
 from app.ui.examples import EXAMPLES
+from tests.app import helpers
 from tests.app.helpers import START
+
+make_app = helpers.make_app
+_clear_caches = helpers._clear_caches
 
 
 def test_landing_has_three_tasks_and_no_error(make_app):
