@@ -4,10 +4,15 @@ For each layout the chain is: memory fit (vLLM accounting) → KV capacity → e
 the KV limit (vectorised) → TPOT and throughput from the performance model → replicas for the
 load at a utilisation cap → p99 TTFT from queueing (each replica an M/G/c queue with ``c`` = batch
 slots and service time = end-to-end latency; Allen–Cunneen) → more replicas if the TTFT target
-needs them → GPUs, nodes, $/hour, $/1M tokens. The cheapest batch that meets the SLO wins.
+needs them → GPUs, nodes, $/hour, $/month, $/year, $/1M input, output and all tokens
+(:mod:`calculators.planning.costs`). The cheapest batch that meets the SLO wins.
 
-Cost split: the replica's GPU time is divided between prefill and decode by their shares of a
-request cycle; input tokens carry the prefill share, output tokens the decode share.
+Sizing: on the performance model's estimate, or ``sizing="conservative"`` for the pessimistic edge of
+its 80 % timing bands (:mod:`calculators.planning.sizing`); either way each plan carries the 80 % bands
+of its TPOT and p99 TTFT around the estimate.
+
+``max_model_len``: the scenario's (what the ``vllm serve`` line carries); unset, the model's context, as
+vLLM takes it.
 """
 from __future__ import annotations
 
@@ -19,9 +24,13 @@ import numpy as np
 
 from calculators.errors import InvalidInputError
 from calculators.memory.kv_cache import check_tensor_parallel
+from calculators.perf.model import PerformanceModel
 from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.perf.serving import serving_metrics
-from calculators.planning.queueing import max_arrival_rate_for_wait
+from calculators.planning.costs import SECONDS_PER_HOUR as SECONDS_PER_HOUR
+from calculators.planning.costs import fleet_costs
+from calculators.planning.queueing import batched_server_wait, max_arrival_rate_for_wait
+from calculators.planning.sizing import band_edges_s, sized_model
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive
 from calculators.vllm.capacity import vllm_capacity
@@ -30,9 +39,6 @@ from calculators.vllm.concurrency import batch_limit
 TP_SIZES = (1, 2, 4, 8, 16)
 PP_SIZES = (1, 2, 4)
 UTILISATION_CAP = 0.8
-SECONDS_PER_HOUR = 3600.0
-HOURS_PER_MONTH = 730.0  # 8,760 h / 12: the month cloud price lists use
-HOURS_PER_YEAR = 8760.0
 
 
 #: Largest value each Workload field accepts (the app's input limits; far beyond any real deployment).
@@ -119,6 +125,10 @@ class LayoutPlan:
     usd_per_million_output_tokens: float | None = None
     usd_per_million_tokens: float | None = None
     prefill_share: float | None = None
+    sizing: str = "estimate"
+    tpot_band_s: list[float] | None = None
+    ttft_p99_band_s: list[float] | None = None
+    max_model_len: int = 0
     vllm_serve: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -191,7 +201,6 @@ def _replicas_for_ttft(w: Workload, start: np.ndarray, prefill_s: np.ndarray, e2
     target; ``inf`` where the prefill alone misses it. Tries ``start … start + extra`` in one
     broadcast and bisects on the arrival rate only where none of those suffices and the batch is
     ``needed`` (it meets the TPOT target; the others cannot be chosen anyway)."""
-    from calculators.planning.queueing import batched_server_wait
     budget = w.ttft_p99_s - prefill_s
     cv = math.sqrt(max(2 * factor - 1, 0))
     tries = start[:, None] + np.arange(extra + 1)[None, :]
@@ -208,18 +217,25 @@ def _replicas_for_ttft(w: Workload, start: np.ndarray, prefill_s: np.ndarray, e2
 def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_hour: float | None = None,
                 utilisation_cap: float = UTILISATION_CAP, n_plus_one: bool = False, quantization: str | None = None,
                 kv_cache_dtype: str = "auto", gpu_memory_utilization: float = 0.9, max_model_len: int | None = None,
-                efficiencies: Efficiencies | None = None) -> LayoutPlan:
-    """Size one layout for the workload: the cheapest batch size that meets the SLO."""
+                efficiencies: Efficiencies | None = None, sizing: str = "estimate") -> LayoutPlan:
+    """Size one layout for the workload: the cheapest batch size that meets the SLO.
+
+    ``max_model_len`` is the scenario's (``None``: the model's context, as vLLM takes it); ``sizing`` is
+    ``"estimate"`` or ``"conservative"`` (:func:`calculators.planning.sizing.sized_model`).
+    """
     from calculators.vllm.advice import vllm_serve_command
     g, tp, pp = layout.gpu, layout.tensor_parallel_size, layout.pipeline_parallel_size
     fraction("utilisation_cap", utilisation_cap)
     plan = LayoutPlan(gpu=g.id, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       expert_parallel=layout.expert_parallel, fits=False, meets_slo=False, message="",
-                      failure_domain_gpus=layout.gpus_per_replica)
-    mml = max_model_len or default_max_model_len(model, w)
+                      failure_domain_gpus=layout.gpus_per_replica, sizing=sizing)
     cap = vllm_capacity(model, gpu=g, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=quantization,
                         kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
-                        max_model_len=mml, expert_parallel_size=tp if layout.expert_parallel else None)
+                        max_model_len=max_model_len, expert_parallel_size=tp if layout.expert_parallel else None)
+    plan.max_model_len = cap.settings.max_model_len
+    if max_model_len is None:
+        plan.notes.append(f"max_model_len not set: the model's context, {plan.max_model_len:,} tokens, as vLLM "
+                          "takes it")
     if not cap.fits:
         plan.message = cap.message
         return plan
@@ -232,8 +248,9 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     r = Roofline(model, g, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=quantization,
                  kv_cache_dtype=kv_cache_dtype, efficiencies=efficiencies or Efficiencies(),
                  max_num_batched_tokens=cap.settings.max_num_batched_tokens)
+    pm = sized_model(r, sizing)
     b = batch_candidates(int(limit))
-    m = serving_metrics(r, b, w.input_len, w.output_len)
+    m = serving_metrics(pm, b, w.input_len, w.output_len)
     tpot_eff = m["tpot_s"]  # under load: the prefill of arriving prompts mixed into the steps
     replicas = np.ceil(w.request_rate_per_s / (utilisation_cap * m["requests_per_s"]))
     factor = (1 + _service_cv(w) ** 2) / 2
@@ -245,51 +262,60 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     if w.tpot_p99_s is not None:
         ok &= tpot_eff <= w.tpot_p99_s
     plan.meets_slo = bool(ok.any())
-    i = int(np.lexsort((b, replicas))[0]) if not ok.any() else int(np.flatnonzero(ok)[np.argmin(replicas[ok])])
-    if not ok.any():
-        i = int(np.argmin(tpot_eff))
-    _fill(plan, model, layout, w, r, cap, b[i], replicas[i], m, i, factor, usd_per_gpu_hour, vllm_serve_command)
+    i = int(np.flatnonzero(ok)[np.argmin(replicas[ok])]) if ok.any() else int(np.argmin(tpot_eff))
+    _fill(plan, layout, w, (r, pm), b[i], replicas[i], {k: float(v[i]) for k, v in m.items()}, factor)
+    plan.usd_per_gpu_hour, plan.price_source = gpu_price(layout.gpu, usd_per_gpu_hour)
+    _costs(plan, w)
+    plan.vllm_serve = vllm_serve_command(model.id, cap, plan.batch_size)
     if not plan.meets_slo:
         plan.message = _shortfall(w, float(tpot_eff.min()), float(m["ttft_s"][0]))
     return plan
 
 
-def _fill(plan: LayoutPlan, model: ModelSpec, layout: Layout, w: Workload, r: Roofline, cap, batch: float,
-          replicas: float, m: dict, i: int, factor: float, price: float | None, serve) -> None:
-    from calculators.planning.queueing import batched_server_wait
+def _p99_ttft_s(w: Workload, replicas: int, ttft_s: float, e2e_s: float, batch: float, factor: float) -> float:
+    """TTFT + the p99 queueing wait of one replica's share of the load (M/G/c, c = batch) [s]."""
+    wait = batched_server_wait(w.request_rate_per_s / replicas, e2e_s, int(batch),
+                               service_cv=math.sqrt(max(2 * factor - 1, 0)))
+    return ttft_s + float(wait.p99_wait_s)
+
+
+def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline, PerformanceModel], batch: float,
+          replicas: float, m: dict[str, float], factor: float) -> None:
+    """The chosen batch's figures ``m`` (from the sizing model), their bands (around the estimate), replicas."""
+    r, pm = models
     replicas = int(replicas) if np.isfinite(replicas) else int(math.ceil(
-        w.request_rate_per_s / (UTILISATION_CAP * float(m["requests_per_s"][i]))))
+        w.request_rate_per_s / (UTILISATION_CAP * m["requests_per_s"])))
     plan.batch_size, plan.replicas = int(batch), replicas
     plan.total_gpus = replicas * layout.gpus_per_replica
     plan.nodes = _nodes(layout, replicas)
-    plan.ttft_s, plan.tpot_s = float(m["ttft_s"][i]), float(m["tpot_s"][i])
-    plan.e2e_latency_s = float(m["e2e_latency_s"][i])
-    wait = batched_server_wait(w.request_rate_per_s / replicas, plan.e2e_latency_s, int(batch),
-                               service_cv=math.sqrt(max(2 * factor - 1, 0)))
-    plan.ttft_p99_s = plan.ttft_s + float(wait.p99_wait_s)
+    plan.ttft_s, plan.tpot_s, plan.e2e_latency_s = m["ttft_s"], m["tpot_s"], m["e2e_latency_s"]
+    plan.ttft_p99_s = _p99_ttft_s(w, replicas, plan.ttft_s, plan.e2e_latency_s, batch, factor)
+    est = m if pm is r else {k: float(v) for k, v in serving_metrics(r, batch, w.input_len, w.output_len).items()}
+    plan.tpot_band_s = band_edges_s("tpot", est["tpot_s"])
+    plan.ttft_p99_band_s = band_edges_s("ttft", _p99_ttft_s(w, replicas, est["ttft_s"], est["e2e_latency_s"],
+                                                            batch, factor))
     terms = r.decode_breakdown(batch, w.input_len + w.output_len / 2)
     plan.allreduce_s, plan.bubble_fraction = float(terms["allreduce_s"]), float(terms["bubble_fraction"])
-    plan.replica_requests_per_s = float(m["requests_per_s"][i])
-    plan.output_tokens_per_s = float(m["output_tokens_per_s"][i])
-    plan.output_tokens_per_s_per_gpu = float(m["output_tokens_per_s_per_gpu"][i])
+    plan.replica_requests_per_s = m["requests_per_s"]
+    plan.output_tokens_per_s = m["output_tokens_per_s"]
+    plan.output_tokens_per_s_per_gpu = m["output_tokens_per_s_per_gpu"]
     plan.tokens_per_s_per_user = 1 / plan.tpot_s
     plan.utilisation = w.request_rate_per_s / (replicas * plan.replica_requests_per_s)
-    prompts_s = float(r.prefill_time_s(w.input_len, batch))  # GPU time of a cycle's prompts vs its decode steps
-    plan.prefill_share = prompts_s / (prompts_s + w.output_len * float(r.decode_step_time_s(batch, w.input_len
-                                                                                             + w.output_len / 2)))
-    plan.usd_per_gpu_hour, plan.price_source = gpu_price(layout.gpu, price)
-    if plan.usd_per_gpu_hour is not None:
-        usd_per_s = plan.total_gpus * plan.usd_per_gpu_hour / SECONDS_PER_HOUR
-        plan.usd_per_hour = usd_per_s * SECONDS_PER_HOUR
-        plan.usd_per_month, plan.usd_per_year = plan.usd_per_hour * HOURS_PER_MONTH, plan.usd_per_hour * HOURS_PER_YEAR
-        lam = w.request_rate_per_s
-        plan.usd_per_million_input_tokens = usd_per_s * plan.prefill_share / (lam * w.input_len) * 1e6
-        plan.usd_per_million_output_tokens = usd_per_s * (1 - plan.prefill_share) / (lam * w.output_len) * 1e6
-        plan.usd_per_million_tokens = usd_per_s / (lam * (w.input_len + w.output_len)) * 1e6
-    else:
-        plan.notes.append(f"{layout.gpu.id} has no price in the catalog: pass usd_per_gpu_hour")
-    plan.vllm_serve = serve(model.id, cap, int(batch))
+    prompts_s = float(pm.prefill_time_s(w.input_len, batch))  # GPU time of a cycle's prompts vs its decode steps
+    decode_s = w.output_len * float(pm.decode_step_time_s(batch, w.input_len + w.output_len / 2))
+    plan.prefill_share = prompts_s / (prompts_s + decode_s)
     plan.message = plan.message or (f"{replicas} × {layout.gpus_per_replica} {layout.gpu.id} at batch {int(batch)}")
+
+
+def _costs(plan: LayoutPlan, w: Workload) -> None:
+    """The plan's six cost figures (:func:`calculators.planning.costs.fleet_costs`), or a note when unpriced."""
+    if plan.usd_per_gpu_hour is None:
+        plan.notes.append(f"{plan.gpu} has no price in the catalog: pass usd_per_gpu_hour")
+        return
+    assert plan.prefill_share is not None  # _fill sets it
+    for key, value in fleet_costs(plan.total_gpus, plan.usd_per_gpu_hour, w.request_rate_per_s, w.input_len,
+                                  w.output_len, plan.prefill_share).items():
+        setattr(plan, key, value)
 
 
 def _shortfall(w: Workload, best_tpot_s: float, best_ttft_s: float) -> str:

@@ -1,0 +1,96 @@
+"""Which timing a fleet is sized on: the model's estimate, or the pessimistic edge of its 80 % bands.
+
+The bands (:func:`calculators.perf.bands.timing_band`, docs/performance-model.md §11) say how far measured
+TPOT and TTFT fell from the model's estimate on public measurements. *Conservative* sizing plans with a
+performance model whose times are stretched to the pessimistic edge: :class:`ScaledModel` wraps any
+:class:`~calculators.perf.model.PerformanceModel` and multiplies
+
+- every engine step (a decode step, and a step that fuses arriving prompts' chunks into it) by the TPOT
+  band's high factor: TPOT is then exactly the band's pessimistic edge and a replica's throughput falls
+  by the same factor (close to the throughput band's low edge);
+- a prefill run on its own (prompt tokens beyond the step's token budget) by the TTFT band's high factor.
+
+Under chunked prefill a prompt is processed inside fused steps, so TTFT moves with the step factor; its
+own band (which also holds the queueing the benchmarks measured) is shown beside it, not folded in.
+Every figure the planner derives from step times (TPOT, TTFT, throughput, replicas, cost) then follows; the
+planner itself does not know which model it holds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from calculators.errors import InvalidInputError
+from calculators.perf.bands import timing_band
+from calculators.perf.model import PerformanceModel, StepTimeMixin
+from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS
+
+Sizing = Literal["estimate", "conservative"]
+SIZINGS: tuple[str, ...] = ("estimate", "conservative")
+
+
+@dataclass(frozen=True)
+class ScaledModel(StepTimeMixin):
+    """``inner``'s engine steps × ``step_factor`` and its stand-alone prefills × ``prefill_factor``."""
+
+    inner: PerformanceModel
+    step_factor: float
+    prefill_factor: float
+
+    @property
+    def num_gpus(self) -> np.ndarray:
+        return self.inner.num_gpus
+
+    @property
+    def max_num_batched_tokens(self) -> int:
+        """The inner model's token budget per step (vLLM's default when it has none)."""
+        return int(getattr(self.inner, "max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS))
+
+    def decode_step_time_s(self, batch_size: ArrayLike, context_tokens: ArrayLike) -> np.ndarray:
+        """One decode step [s], stretched by ``step_factor``."""
+        return self.step_factor * self.inner.decode_step_time_s(batch_size, context_tokens)
+
+    def prefill_time_s(self, prompt_tokens: ArrayLike, num_prompts: ArrayLike = 1) -> np.ndarray:
+        """Prefill of ``num_prompts`` prompts [s], stretched by ``prefill_factor``."""
+        return self.prefill_factor * self.inner.prefill_time_s(prompt_tokens, num_prompts)
+
+    def mixed_step_time_s(self, batch_size: ArrayLike, context_tokens: ArrayLike, prefill_tokens: ArrayLike,
+                          prompt_tokens: ArrayLike) -> np.ndarray:
+        """A decode step fused with prompt chunks [s], stretched by ``step_factor``."""
+        return self.step_factor * self.inner.mixed_step_time_s(batch_size, context_tokens, prefill_tokens,
+                                                               prompt_tokens)
+
+
+def pessimistic_factors() -> tuple[float, float]:
+    """``(step, prefill)`` factors of conservative sizing: the TPOT and TTFT bands' pessimistic edges."""
+    return timing_band("tpot").pessimistic_factor, timing_band("ttft").pessimistic_factor
+
+
+def sized_model(pm: PerformanceModel, sizing: str) -> PerformanceModel:
+    """``pm`` itself for ``"estimate"``; ``pm`` stretched to the bands' pessimistic edge for ``"conservative"``."""
+    if sizing == "estimate":
+        return pm
+    if sizing == "conservative":
+        return ScaledModel(pm, *pessimistic_factors())
+    raise InvalidInputError("sizing", sizing, "estimate or conservative")
+
+
+def sizing_sentence(sizing: str) -> str:
+    """What the plan was sized on, in one sentence with the bands' factors and coverage (for pages and quotes)."""
+    tpot, ttft = timing_band("tpot"), timing_band("ttft")
+    held = (f"80 % bands held {100 * tpot.coverage:.0f} % (TPOT) and {100 * ttft.coverage:.0f} % (TTFT) of "
+            "public measurements from sources left out of their fit")
+    if sizing == "conservative":
+        return (f"Conservative sizing: every engine step × {tpot.pessimistic_factor:.2f} (the TPOT band's "
+                f"pessimistic edge) and prefills that run alone × {ttft.pessimistic_factor:.2f} (the TTFT band's); "
+                f"the model's {held}.")
+    return f"Sized on the model's estimate; its {held}. Conservative sizing sizes for their pessimistic edge."
+
+
+def band_edges_s(metric: str, estimate_s: float) -> list[float]:
+    """``[low, high]`` of the 80 % band of ``metric`` (``"tpot"`` or ``"ttft"``) around an estimate [s]."""
+    lo, hi = timing_band(metric).edges(estimate_s)
+    return [float(lo), float(hi)]

@@ -1,0 +1,105 @@
+"""Costs worked by hand, conservative sizing on the bands' pessimistic edge, and the simulator beside the plan."""
+from __future__ import annotations
+
+import pytest
+
+from calculators.errors import InvalidInputError
+from calculators.perf.bands import timing_band
+from calculators.perf.roofline import Roofline
+from calculators.perf.serving import serving_metrics
+from calculators.planning.check import AGREEMENT, SimCheck, simulate_plan
+from calculators.planning.costs import COST_LABELS, fleet_costs
+from calculators.planning.fleet import Layout, Workload, plan_layout
+from calculators.planning.sizing import ScaledModel, sized_model, sizing_sentence
+from calculators.specs.catalog import get_gpu, get_model
+
+L8 = "meta-llama/Llama-3.1-8B"
+STABLE = Workload(request_rate_per_s=10, input_len=1000, output_len=200, ttft_p99_s=1.0, tpot_p99_s=0.05)
+
+
+def test_costs_by_hand():
+    c = fleet_costs(8, 2.50, request_rate_per_s=10, input_len=1000, output_len=200, prefill_share=0.25)
+    assert c["usd_per_hour"] == pytest.approx(20.0)  # 8 GPUs × $2.50
+    assert c["usd_per_month"] == pytest.approx(14_600.0)  # × 730 h
+    assert c["usd_per_year"] == pytest.approx(175_200.0)  # × 8,760 h
+    usd_per_s = 20.0 / 3600
+    assert c["usd_per_million_input_tokens"] == pytest.approx(usd_per_s * 0.25 / (10 * 1000) * 1e6)  # $0.1389
+    assert c["usd_per_million_output_tokens"] == pytest.approx(usd_per_s * 0.75 / (10 * 200) * 1e6)  # $2.0833
+    assert c["usd_per_million_tokens"] == pytest.approx(usd_per_s / (10 * 1200) * 1e6)  # $0.4630
+    # the split adds up: what input and output tokens pay is what the fleet costs
+    per_s = (c["usd_per_million_input_tokens"] * 10 * 1000 + c["usd_per_million_output_tokens"] * 10 * 200) / 1e6
+    assert per_s == pytest.approx(usd_per_s)
+    assert set(c) == set(COST_LABELS)
+
+
+def test_cost_labels_say_which_tokens():
+    per_token = [v for k, v in COST_LABELS.items() if "million" in k]
+    assert all(("input" in v) or ("output" in v) for v in per_token)
+    assert COST_LABELS["usd_per_month"] == "$/month (730 h)"
+
+
+def test_costs_refuse_bad_input():
+    with pytest.raises(InvalidInputError, match="prefill_share"):
+        fleet_costs(8, 2.5, 10, 1000, 200, prefill_share=1.5)
+    with pytest.raises(InvalidInputError, match="usd_per_gpu_hour"):
+        fleet_costs(8, -1, 10, 1000, 200, prefill_share=0.5)
+
+
+def test_scaled_model_stretches_steps_and_prefills():
+    r = Roofline(get_model(L8), get_gpu("H100"))
+    s = ScaledModel(r, 2.0, 5.0)
+    assert float(s.decode_step_time_s(16, 1500)) == pytest.approx(2 * float(r.decode_step_time_s(16, 1500)))
+    assert float(s.mixed_step_time_s(16, 1500, 512, 1000)) == pytest.approx(
+        2 * float(r.mixed_step_time_s(16, 1500, 512, 1000)))
+    assert float(s.prefill_time_s(1000, 2)) == pytest.approx(5 * float(r.prefill_time_s(1000, 2)))
+    assert s.max_num_batched_tokens == r.max_num_batched_tokens and s.num_gpus == r.num_gpus
+    assert sized_model(r, "estimate") is r
+    with pytest.raises(InvalidInputError, match="sizing"):
+        sized_model(r, "optimistic")
+
+
+def test_conservative_plan_sits_on_the_tpot_band_edge_and_costs_more():
+    m, lay = get_model(L8), Layout(get_gpu("H100"), 1)
+    est = plan_layout(m, lay, STABLE)
+    con = plan_layout(m, lay, STABLE, sizing="conservative")
+    assert est.sizing == "estimate" and con.sizing == "conservative"
+    assert est.tpot_band_s == pytest.approx([est.tpot_s * timing_band("tpot").low_factor,
+                                             est.tpot_s * timing_band("tpot").high_factor])
+    # at the same batch the conservative TPOT is the estimate's pessimistic edge (steps × the TPOT band's factor)
+    r = Roofline(m, lay.gpu)
+    tpot = serving_metrics(r, 31, 1000, 200)["tpot_s"]
+    stretched = serving_metrics(sized_model(r, "conservative"), 31, 1000, 200)["tpot_s"]
+    # (within 2 %: prompts beyond the token budget prefill alone, stretched by the TTFT band instead)
+    assert float(stretched) == pytest.approx(float(timing_band("tpot").edges(tpot)[1]), rel=0.02)
+    assert con.total_gpus >= est.total_gpus
+    assert "pessimistic edge" in sizing_sentence("conservative") and "estimate" in sizing_sentence("estimate")
+
+
+def test_plan_keeps_the_scenarios_max_model_len():
+    m, lay = get_model(L8), Layout(get_gpu("H100"), 1)
+    given = plan_layout(m, lay, STABLE, max_model_len=16384)
+    assert given.max_model_len == 16384 and "--max-model-len 16384" in given.vllm_serve
+    unset = plan_layout(m, lay, STABLE)
+    assert unset.max_model_len == m.max_position_embeddings
+    assert f"--max-model-len {m.max_position_embeddings}" in unset.vllm_serve
+    assert any("max_model_len not set" in n for n in unset.notes)
+
+
+def test_simulator_agrees_with_the_plan_on_a_stable_load():
+    m, g = get_model(L8), get_gpu("H100")
+    plan = plan_layout(m, Layout(g, 1), STABLE)
+    check = simulate_plan(m, g, plan, STABLE)
+    assert not check.overloaded
+    assert abs(check.ttft_gap) <= AGREEMENT and abs(check.tpot_gap) <= AGREEMENT, check
+    assert check.agree and "agrees" in check.verdict()
+    assert check.warmup_s > 0 and check.replica_rate_per_s == pytest.approx(10 / plan.replicas)
+
+
+def test_verdict_says_which_to_trust():
+    apart = SimCheck(replica_rate_per_s=5, duration_s=100, warmup_s=25, plan_ttft_p99_s=0.3, sim_ttft_p99_s=0.5,
+                     plan_tpot_s=0.04, sim_tpot_p99_s=0.041, overloaded=False)
+    assert not apart.agree
+    text = apart.verdict()
+    assert "trust the simulator" in text and "queueing and batching dynamics" in text and "sizing rule" in text
+    over = SimCheck(5, 100, 25, 0.3, 9.0, 0.04, 0.05, overloaded=True)
+    assert not over.agree and "overloaded" in over.verdict()
