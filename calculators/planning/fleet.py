@@ -126,8 +126,10 @@ class LayoutPlan:
     usd_per_million_tokens: float | None = None
     prefill_share: float | None = None
     sizing: str = "estimate"
-    tpot_band_s: list[float] | None = None
-    ttft_p99_band_s: list[float] | None = None
+    tpot_band_low_s: float | None = None
+    tpot_band_high_s: float | None = None
+    ttft_p99_band_low_s: float | None = None
+    ttft_p99_band_high_s: float | None = None
     max_model_len: int = 0
     vllm_serve: str = ""
     notes: list[str] = field(default_factory=list)
@@ -291,9 +293,9 @@ def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline,
     plan.ttft_s, plan.tpot_s, plan.e2e_latency_s = m["ttft_s"], m["tpot_s"], m["e2e_latency_s"]
     plan.ttft_p99_s = _p99_ttft_s(w, replicas, plan.ttft_s, plan.e2e_latency_s, batch, factor)
     est = m if pm is r else {k: float(v) for k, v in serving_metrics(r, batch, w.input_len, w.output_len).items()}
-    plan.tpot_band_s = band_edges_s("tpot", est["tpot_s"])
-    plan.ttft_p99_band_s = band_edges_s("ttft", _p99_ttft_s(w, replicas, est["ttft_s"], est["e2e_latency_s"],
-                                                            batch, factor))
+    plan.tpot_band_low_s, plan.tpot_band_high_s = band_edges_s("tpot", est["tpot_s"])
+    plan.ttft_p99_band_low_s, plan.ttft_p99_band_high_s = band_edges_s(
+        "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], est["e2e_latency_s"], batch, factor))
     terms = r.decode_breakdown(batch, w.input_len + w.output_len / 2)
     plan.allreduce_s, plan.bubble_fraction = float(terms["allreduce_s"]), float(terms["bubble_fraction"])
     plan.replica_requests_per_s = m["requests_per_s"]

@@ -90,7 +90,7 @@ def sizing_sentence(sizing: str) -> str:
     return f"Sized on the model's estimate; its {held}. Conservative sizing sizes for their pessimistic edge."
 
 
-def band_edges_s(metric: str, estimate_s: float) -> list[float]:
-    """``[low, high]`` of the 80 % band of ``metric`` (``"tpot"`` or ``"ttft"``) around an estimate [s]."""
+def band_edges_s(metric: str, estimate_s: float) -> tuple[float, float]:
+    """``(low, high)`` of the 80 % band of ``metric`` (``"tpot"`` or ``"ttft"``) around an estimate [s]."""
     lo, hi = timing_band(metric).edges(estimate_s)
-    return [float(lo), float(hi)]
+    return float(lo), float(hi)

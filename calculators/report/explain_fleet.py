@@ -9,8 +9,15 @@ from __future__ import annotations
 import math
 
 from calculators.perf.roofline import COMPUTE_EFFICIENCY, MEMORY_EFFICIENCY, STEP_OVERHEAD_S, Efficiencies
-from calculators.planning.fleet import SECONDS_PER_HOUR, LayoutPlan, Workload
+from calculators.planning.costs import COST_LABELS, HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
+from calculators.planning.fleet import LayoutPlan, Workload
 from calculators.specs.schema import GPUSpec
+
+#: The product's method pages, cited by their titles (what a reader of a quote can look up).
+PERF_PAGE = "method page “The performance model”"
+QUEUE_PAGE = "method page “Queueing, fleet sizing, pools, disaggregation and batching”"
+MEMORY_PAGE = "method page “How vLLM sizes the KV cache at start-up”"
+VLLM_RELEASE_URL = "https://github.com/vllm-project/vllm/releases/tag/v{version}"
 
 
 def serve_line(plan: LayoutPlan, model_id: str, served_name: str | None = None) -> str:
@@ -37,13 +44,13 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
          "substituted": f"B = {b} (KV limit {plan.kv_batch_limit:,} requests of {w.longest_len:,} tokens); "
                         f"TPOT = {tpot_ms:.1f} ms (decode steps with the arriving prompts mixed in)"
                         + (f" ≤ {w.tpot_p99_s * 1e3:g} ms" if w.tpot_p99_s else ""),
-         "sources": ["KV limit: vLLM start-up accounting (docs/vllm-memory.md)",
-                     "step times: roofline (docs/performance-model.md §3)"]},
+         "sources": [f"KV limit: vLLM start-up accounting ({MEMORY_PAGE})",
+                     f"step times: roofline ({PERF_PAGE} §3)"]},
         {"title": "Replica throughput",
          "formula": "end-to-end = TTFT + (O − 1) × TPOT; r = B / end-to-end [requests/s] (Little's law)",
          "substituted": f"end-to-end = {e2e:.3f} s; r = {b} / {e2e:.3f} s = {r:.3f} requests/s "
                         f"= {plan.output_tokens_per_s or 0:,.0f} output tokens/s per replica",
-         "sources": ["continuous batching in steady state (docs/performance-model.md §2)"]},
+         "sources": [f"continuous batching in steady state ({PERF_PAGE} §2)"]},
         {"title": "Replicas",
          "formula": "replicas = max(⌈λ / (cap × r)⌉, fewest meeting p99 TTFT = prefill + p99 wait (M/G/c, "
                     "c = B, Allen–Cunneen))" + (" + 1 (N+1)" if n_plus_one else ""),
@@ -51,41 +58,46 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
                         f"{plan.replicas} (p99 TTFT {(plan.ttft_p99_s or 0) * 1e3:.0f} ms, "
                         f"utilisation {(plan.utilisation or 0):.0%})",
          "sources": [f"utilisation cap {utilisation_cap:g} (your headroom input)",
-                     "queueing: docs/queueing.md §5 (Gross & Harris 1998 §7.2)"]},
+                     f"queueing: {QUEUE_PAGE} §5 (Gross & Harris 1998 §7.2)"]},
         {"title": "GPUs", "formula": "GPUs = replicas × tensor_parallel_size × pipeline_parallel_size",
          "substituted": f"{plan.replicas} × {plan.tensor_parallel_size} × {plan.pipeline_parallel_size} = "
                         f"{plan.total_gpus} GPUs ({g} per replica, {plan.nodes} node(s))",
-         "sources": ["layout: TP within a node, PP across nodes (docs/queueing.md §5)"]},
+         "sources": [f"layout: TP within a node, PP across nodes ({QUEUE_PAGE} §5)"]},
     ]
     if plan.usd_per_hour is not None:
         p, share = plan.usd_per_gpu_hour, plan.prefill_share or 0.0
         steps += [
-            {"title": "$/hour", "formula": "$/hour = GPUs × $/GPU-hour",
-             "substituted": f"{plan.total_gpus} × ${p:.2f} = ${plan.usd_per_hour:,.2f}/hour",
+            {"title": "$/hour, $/month, $/year", "formula": "$/hour = GPUs × $/GPU-hour; $/month = $/hour × 730 h; "
+                                                          "$/year = $/hour × 8,760 h",
+             "substituted": f"{plan.total_gpus} × ${p:.2f} = ${plan.usd_per_hour:,.2f}/hour; "
+                            f"× {HOURS_PER_MONTH:g} h = ${plan.usd_per_month:,.0f}/month; "
+                            f"× {HOURS_PER_YEAR:,.0f} h = ${plan.usd_per_year:,.0f}/year",
              "sources": [f"$/GPU-hour: {plan.price_source}"]},
-            {"title": "$/1M tokens",
-             "formula": "$/1M output = $/hour / 3600 × (1 − prefill share) / (λ × O) × 10⁶; "
-                        "$/1M input = $/hour / 3600 × prefill share / (λ × I) × 10⁶",
+            {"title": "$/1M input, output and all tokens",
+             "formula": "$/1M output tokens = $/hour / 3600 × (1 − prefill share) / (λ × O) × 10⁶; "
+                        "$/1M input tokens = $/hour / 3600 × prefill share / (λ × I) × 10⁶; "
+                        "$/1M tokens (input + output) = $/hour / 3600 / (λ × (I + O)) × 10⁶",
              "substituted": f"${plan.usd_per_hour:,.2f} / {SECONDS_PER_HOUR:g} × {1 - share:.3f} / ({lam:g} × {o:g}) "
-                            f"× 10⁶ = ${plan.usd_per_million_output_tokens:.3f}; input: × {share:.3f} / "
-                            f"({lam:g} × {i:g}) × 10⁶ = ${plan.usd_per_million_input_tokens:.3f}; "
-                            f"all tokens: ${plan.usd_per_million_tokens:.3f}",
-             "sources": ["cost split by the prefill and decode shares of a request cycle (docs/queueing.md §5)"]},
+                            f"× 10⁶ = ${plan.usd_per_million_output_tokens:.3f} per 1M output tokens; × {share:.3f} / "
+                            f"({lam:g} × {i:g}) × 10⁶ = ${plan.usd_per_million_input_tokens:.3f} per 1M input tokens; "
+                            f"/ ({lam:g} × {i + o:g}) × 10⁶ = ${plan.usd_per_million_tokens:.3f} per 1M tokens "
+                            "(input + output)",
+             "sources": [f"cost split by the prefill and decode shares of a request cycle ({QUEUE_PAGE} §5)"]},
         ]
     return steps
 
 
 def efficiency_sources(eff: Efficiencies, source: str) -> list[str]:
-    """Where the performance model's constants come from (docs/performance-model.md §4)."""
+    """Where the performance model's constants come from (the performance model method page, §4)."""
     default = eff == Efficiencies()
     why = "defaults" if default else source
     return [
         f"compute efficiency {eff.compute:g} ({why}; default {COMPUTE_EFFICIENCY:g}: 60–90 % of dense peak in large "
-        "matmuls, docs/performance-model.md §4)",
-        f"memory efficiency {eff.memory:g} ({why}; default {MEMORY_EFFICIENCY:g}: NVIDIA aiconfigurator's empirical "
-        "0.8)",
+        f"matmuls, {PERF_PAGE} §4)",
+        f"memory efficiency {eff.memory:g} ({why}; default {MEMORY_EFFICIENCY:g}: NVIDIA AIConfigurator's empirical "
+        "0.8, https://github.com/ai-dynamo/aiconfigurator)",
         f"step overhead {float(eff.step_overhead_s) * 1e3:g} ms ({why}; default {STEP_OVERHEAD_S * 1e3:g} ms fitted "
-        "to published serving benchmarks, docs/performance-model.md §4)",
+        f"to published serving benchmarks, {PERF_PAGE} §4)",
         f"performance model: {source}",
     ]
 
@@ -98,6 +110,16 @@ def gpu_sources(gpu: GPUSpec) -> list[str]:
     return out
 
 
+def vllm_source(version: str) -> str:
+    """The vLLM release whose start-up accounting the plan follows, as its public release page."""
+    return f"vLLM {version} release: {VLLM_RELEASE_URL.format(version=version)}"
+
+
+def cost_rows(plan: LayoutPlan) -> list[tuple[str, float | None]]:
+    """The plan's six cost figures under their labels (:data:`calculators.planning.costs.COST_LABELS`) [USD]."""
+    return [(label, getattr(plan, key)) for key, label in COST_LABELS.items()]
+
+
 def math_disagg(d) -> list[dict]:
     """The disaggregation arithmetic of a :class:`calculators.planning.disagg.DisaggPlan`."""
     if not d.fits:
@@ -105,7 +127,7 @@ def math_disagg(d) -> list[dict]:
     p, q = d.prefill, d.decode
     return [
         {"title": "KV bytes moved", "formula": "input_len × KV bytes per token of the whole model",
-         "substituted": f"= {d.kv_bytes_per_request:,.0f} B", "sources": ["docs/vllm-memory.md §3.1 (TP 1)"]},
+         "substituted": f"= {d.kv_bytes_per_request:,.0f} B", "sources": [f"{MEMORY_PAGE} §3.1 (TP 1)"]},
         {"title": "Transfer time", "formula": "KV bytes / link bandwidth per direction",
          "substituted": f"{d.kv_bytes_per_request:,.0f} B / {d.link_bytes_per_s / 1e9:g} GB/s = "
                         f"{d.transfer_s * 1e3:.3f} ms", "sources": [d.link]},
@@ -117,5 +139,5 @@ def math_disagg(d) -> list[dict]:
         {"title": "Pools", "formula": "instances = fewest meeting the utilisation cap and the SLO",
          "substituted": f"{p.instances} prefill ({p.gpus} GPUs) + {q.instances} decode ({q.gpus} GPUs) = "
                         f"{d.total_gpus} GPUs; p99 TTFT {d.ttft_p99_s * 1e3:.0f} ms incl. transfer; "
-                        f"TPOT {d.tpot_s * 1e3:.1f} ms", "sources": ["docs/queueing.md §7"]},
+                        f"TPOT {d.tpot_s * 1e3:.1f} ms", "sources": [f"{QUEUE_PAGE} §7"]},
     ]

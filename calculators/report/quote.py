@@ -1,10 +1,15 @@
 """A quote a sales engineer can send: self-contained HTML (inline CSS, no external assets), a PDF, and the
 ranked table as JSON and CSV.
 
-The quote carries the inputs, the chosen layout, the sizing chain with the numbers substituted
-(:mod:`calculators.report.explain_fleet`), the assumptions, the source of every constant (GPU datasheets
-and prices from the catalog, the performance model's efficiencies), the date, the permalink and the
-exact ``vllm serve`` line. Every user-provided string is escaped (``html.escape``) in the HTML; CSV
+The quote puts the chosen layout first and alone (its costs per hour, month, year and per 1M input, output
+and all tokens; the sizing used — estimate or conservative — and its TPOT and p99 TTFT with their 80 %
+bands; the exact ``vllm serve`` line), then the inputs, the sizing chain with the numbers substituted
+(:mod:`calculators.report.explain_fleet`), the alternatives only when asked for, the assumptions, the
+sources as public references (datasheet and price URLs, the vLLM release, the product's method pages by
+title), the date and the permalink. The HTML is A4/Letter wide (720 px) with wrapping links; the PDF embeds
+the DejaVu fonts (Unicode: λ, ≤, ×, µ) and its links are clickable.
+
+Every user-provided string is escaped (``html.escape``) in the HTML; CSV
 cells that a spreadsheet would read as a formula are neutralised (OWASP "CSV injection").
 """
 from __future__ import annotations
@@ -14,12 +19,26 @@ import datetime as dt
 import html
 import io
 import json
+import re
+from importlib.resources import files
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from calculators.errors import InvalidInputError
+from calculators.perf.bands import timing_band
 from calculators.perf.roofline import Efficiencies
 from calculators.planning.fleet import LayoutPlan, Workload, pareto_front
-from calculators.report.explain_fleet import efficiency_sources, gpu_sources, math_chain, serve_line
+from calculators.planning.sizing import sizing_sentence
+from calculators.report.explain_fleet import (
+    cost_rows,
+    efficiency_sources,
+    gpu_sources,
+    math_chain,
+    serve_line,
+    vllm_source,
+)
 from calculators.specs.schema import GPUSpec, ModelSpec
+from calculators.vllm.versions import DEFAULT_VLLM_VERSION
 
 if TYPE_CHECKING:  # fpdf is imported where a PDF is made (it is slow to import)
     from fpdf import FPDF
@@ -30,7 +49,11 @@ COLUMNS = ("gpu", "tensor_parallel_size", "pipeline_parallel_size", "expert_para
            "nodes", "batch_size", "ttft_p99_s", "tpot_s", "output_tokens_per_s_per_gpu", "tokens_per_s_per_user",
            "usd_per_hour", "usd_per_month", "usd_per_year", "usd_per_million_input_tokens",
            "usd_per_million_output_tokens", "usd_per_million_tokens",
-           "fits", "meets_slo", "failure_domain_gpus", "message", "vllm_serve")
+           "fits", "meets_slo", "failure_domain_gpus", "sizing", "tpot_band_low_s", "tpot_band_high_s",
+           "ttft_p99_band_low_s", "ttft_p99_band_high_s", "max_model_len",
+           "message", "vllm_serve")
+ALTERNATIVES_SHOWN = 15
+"""Most fitting layouts the quote lists when the alternatives are asked for."""
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 ASSUMPTIONS = (
     "Continuous batching in steady state; every request has the mean input and output length "
@@ -82,11 +105,15 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
                    chosen: LayoutPlan | None = None, permalink: str = "", served_name: str | None = None,
                    efficiencies: Efficiencies | None = None, efficiency_source: str = "datasheet roofline",
                    utilisation_cap: float = 0.8, n_plus_one: bool = False, usd_per_gpu_hour: float | None = None,
-                   customer: str = "", prepared_by: str = "", notes: str = "",
-                   date: dt.date | None = None) -> dict:
-    """Everything a quote shows, as one JSON-able dict (render it with :func:`quote_html` / :func:`quote_pdf`)."""
+                   sizing: str = "estimate", include_alternatives: bool = False,
+                   vllm_version: str = DEFAULT_VLLM_VERSION, customer: str = "", prepared_by: str = "",
+                   notes: str = "", date: dt.date | None = None) -> dict:
+    """Everything a quote shows, as one JSON-able dict (render it with :func:`quote_html` / :func:`quote_pdf`).
+
+    The chosen layout comes first and alone; ``alternatives`` (the ranked table) only with
+    ``include_alternatives``. Sources are public references and the product's method pages by title.
+    """
     plan = chosen or next((p for p in plans if p.meets_slo), None) or next((p for p in plans if p.fits), None)
-    eff = efficiencies or Efficiencies()
     name = served_name or model.id
     inputs = {
         "model": name, "GPU types": ", ".join(g.id for g in gpus),
@@ -96,21 +123,37 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
         "p99 TPOT target [ms]": "none" if w.tpot_p99_s is None else f"{w.tpot_p99_s * 1e3:g}",
         "headroom": f"utilisation cap {utilisation_cap:g}" + (" + N+1 spare replica" if n_plus_one else ""),
         "$/GPU-hour": "catalog median" if usd_per_gpu_hour is None else f"{usd_per_gpu_hour:g} (given)",
+        "sizing": "conservative (pessimistic edge of the timing bands)" if sizing == "conservative" else "estimate",
     }
-    sources = [f"{model.id} architecture: {model.source or 'user config'}"]
+    sources = [f"{model.id} architecture: {model.source or 'user config'}", vllm_source(vllm_version)]
     for g in gpus:
         sources += gpu_sources(g)
-    sources += efficiency_sources(eff, efficiency_source)
+    sources += efficiency_sources(efficiencies or Efficiencies(), efficiency_source)
+    fits = bool(plan and plan.fits)
     return {
         "schema_version": SCHEMA_VERSION, "date": (date or dt.date.today()).isoformat(),
         "customer": customer, "prepared_by": prepared_by, "notes": notes, "permalink": permalink,
         "inputs": inputs, "chosen": plan.as_dict() if plan else None,
-        "vllm_serve": serve_line(plan, model.id, name) if plan and plan.fits else "",
-        "math": math_chain(plan, w, utilisation_cap=utilisation_cap, n_plus_one=n_plus_one)
-        if plan and plan.fits else [],
+        "costs": cost_rows(plan) if fits and plan else [], "timing": _timing(plan, sizing) if fits and plan else [],
+        "vllm_serve": serve_line(plan, model.id, name) if fits and plan else "",
+        "math": math_chain(plan, w, utilisation_cap=utilisation_cap, n_plus_one=n_plus_one) if fits and plan else [],
         "assumptions": list(ASSUMPTIONS), "sources": sources,
-        "ranked": ranked_rows(plans),
+        "alternatives": [r for r in ranked_rows(plans) if r["fits"]][:ALTERNATIVES_SHOWN] if include_alternatives
+        else [],
     }
+
+
+def _timing(plan: LayoutPlan, sizing: str) -> list[str]:
+    """The sizing used and the chosen layout's TPOT and p99 TTFT with their 80 % bands (around the estimate)."""
+    assert plan.tpot_s is not None and plan.ttft_p99_s is not None  # a fitting plan is sized
+    tpot, ttft = timing_band("tpot"), timing_band("ttft")
+    lo, hi = plan.tpot_band_low_s or 0.0, plan.tpot_band_high_s or 0.0
+    tlo, thi = plan.ttft_p99_band_low_s or 0.0, plan.ttft_p99_band_high_s or 0.0
+    return [sizing_sentence(sizing),
+            f"TPOT {plan.tpot_s * 1e3:,.1f} ms as sized; the estimate's 80 % band {lo * 1e3:,.1f}–{hi * 1e3:,.1f} ms "
+            f"(held {tpot.coverage:.0%} of measurements from sources left out of its fit)",
+            f"p99 TTFT {plan.ttft_p99_s * 1e3:,.0f} ms as sized; the estimate's 80 % band {tlo * 1e3:,.0f}–"
+            f"{thi * 1e3:,.0f} ms (held {ttft.coverage:.0%} of measurements from sources left out of its fit)"]
 
 
 def _money(x: float | None, digits: int = 2) -> str:
@@ -121,31 +164,63 @@ def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x * 1e3:,.1f} ms"
 
 
-def _table_rows(doc: dict, limit: int = 15) -> list[list[str]]:
-    out = []
-    for r in [r for r in doc["ranked"] if r["fits"]][:limit]:
-        out.append([str(r["rank"]), r["gpu"], f"TP{r['tensor_parallel_size']}×PP{r['pipeline_parallel_size']}",
-                    str(r["replicas"]), str(r["total_gpus"]), str(r["batch_size"]), _ms(r["ttft_p99_s"]),
-                    _ms(r["tpot_s"]), _money(r["usd_per_hour"]), _money(r["usd_per_million_output_tokens"], 3),
-                    "yes" if r["meets_slo"] else "no"])
-    return out
+def _headline(c: dict) -> str:
+    return (f"{c['message']} — {c['total_gpus']} GPUs on {c['nodes']} node(s), batch (max_num_seqs) {c['batch_size']}, "
+            f"max_model_len {c['max_model_len']:,}; p99 TTFT {_ms(c['ttft_p99_s'])}, TPOT {_ms(c['tpot_s'])}; "
+            f"meets the SLO: {'yes' if c['meets_slo'] else 'no'}.")
 
 
-_HEAD = ["#", "GPU", "layout", "replicas", "GPUs", "batch", "TTFT p99", "TPOT", "$/hour", "$/1M out", "SLO"]
-_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem auto;max-width:960px;
-color:#1a1a1a;line-height:1.45}h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:1.6rem;
-border-bottom:1px solid #ddd;padding-bottom:.2rem}table{border-collapse:collapse;width:100%;font-size:.85rem}
-th,td{border:1px solid #ccc;padding:.25rem .45rem;text-align:left;vertical-align:top}th{background:#f2f2f2}
-code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.85rem}pre{background:#f6f6f6;padding:.6rem;
-white-space:pre-wrap;word-break:break-all}.muted{color:#666;font-size:.85rem}.math td:first-child{width:22%}
-@media print{body{margin:0;max-width:none}a{color:inherit}}"""
+def _cost_text(label: str, value: float | None) -> str:
+    return f"{label}: {_money(value, 3 if '1M' in label else 2)}"
+
+
+def _table_rows(doc: dict) -> list[list[str]]:
+    return [[str(r["rank"]), r["gpu"], f"TP{r['tensor_parallel_size']}×PP{r['pipeline_parallel_size']}",
+             str(r["replicas"]), str(r["total_gpus"]), str(r["batch_size"]), _ms(r["ttft_p99_s"]), _ms(r["tpot_s"]),
+             _money(r["usd_per_hour"]), _money(r["usd_per_month"], 0), _money(r["usd_per_million_output_tokens"], 3),
+             "yes" if r["meets_slo"] else "no"] for r in doc["alternatives"]]
+
+
+_HEAD = ["#", "GPU", "layout", "replicas", "GPUs", "batch", "p99 TTFT", "TPOT", "$/hour", "$/month (730 h)",
+         "$/1M output tokens", "SLO"]
+_URL = re.compile(r"https?://[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+")
+_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5rem auto;
+max-width:720px;padding:0 12px;color:#1a1a1a;line-height:1.45}h1{font-size:1.5rem;margin-bottom:.2rem}
+h2{font-size:1.1rem;margin-top:1.4rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
+table{border-collapse:collapse;width:100%;font-size:.8rem;table-layout:auto}
+th,td{border:1px solid #ccc;padding:.2rem .35rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th{background:#f2f2f2}td.num{text-align:right}a,li,p,td,code{overflow-wrap:anywhere}
+code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.8rem}pre{background:#f6f6f6;padding:.6rem;
+white-space:pre-wrap;overflow-wrap:anywhere}.muted{color:#666;font-size:.85rem}.math th{width:24%}
+@media print{body{margin:0 auto;max-width:190mm}a{color:inherit}}"""
+
+
+def linkify(text: str) -> str:
+    """``text`` escaped for HTML, every http(s) URL in it a link."""
+    out, last = [], 0
+    for m in _URL.finditer(text):
+        url = m.group(0).rstrip(".,;)")
+        out += [html.escape(text[last:m.start()]), f'<a href="{html.escape(url, quote=True)}">{html.escape(url)}</a>']
+        last = m.start() + len(url)
+    return "".join(out) + html.escape(text[last:])
+
+
+def _html_chosen(doc: dict) -> list[str]:
+    e, c = html.escape, doc["chosen"]
+    if not (c and c["fits"]):
+        return [f"<p>{e(c['message']) if c else 'no layout fits'}</p>"]
+    return [f"<p><b>{e(_headline(c))}</b></p>",
+            "<table>" + "".join(f'<tr><th>{e(k)}</th><td class="num">{e(_money(v, 3 if "1M" in k else 2))}</td></tr>'
+                                for k, v in doc["costs"]) + "</table>",
+            "<ul>" + "".join(f"<li>{e(t)}</li>" for t in doc["timing"]) + "</ul>",
+            f"<pre>{e(doc['vllm_serve'])}</pre>"]
 
 
 def quote_html(doc: dict) -> str:
-    """The quote as one self-contained HTML page (inline CSS, no scripts, no external assets)."""
+    """The quote as one self-contained HTML page (inline CSS, no scripts, no external assets), A4/Letter wide."""
     e = html.escape
-    c = doc["chosen"]
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f"<title>LLM serving quote — {e(doc['inputs']['model'])}</title>", f"<style>{_CSS}</style></head><body>",
              f"<h1>LLM serving quote: {e(doc['inputs']['model'])}</h1>",
              f'<p class="muted">Date {e(doc["date"])} · format {e(doc["schema_version"])}'
@@ -153,49 +228,44 @@ def quote_html(doc: dict) -> str:
              + (f" · prepared by {e(doc['prepared_by'])}" if doc["prepared_by"] else "") + "</p>"]
     if doc["notes"]:
         parts.append(f"<p>{e(doc['notes'])}</p>")
+    parts.append("<h2>Chosen layout</h2>")
+    parts += _html_chosen(doc)
     parts.append("<h2>Inputs</h2><table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(str(v))}</td></tr>"
                                                     for k, v in doc["inputs"].items()) + "</table>")
-    parts.append("<h2>Chosen layout</h2>")
-    if c and c["fits"]:
-        parts.append(f"<p><b>{e(c['message'])}</b> — {c['total_gpus']} GPUs on {c['nodes']} node(s), "
-                     f"{_money(c['usd_per_hour'])}/hour ({_money(c['usd_per_month'], 0)}/month of 730 h), "
-                     f"{_money(c['usd_per_million_output_tokens'], 3)} per 1M output "
-                     f"tokens, {_money(c['usd_per_million_input_tokens'], 3)} per 1M input tokens; p99 TTFT "
-                     f"{_ms(c['ttft_p99_s'])}, TPOT {_ms(c['tpot_s'])}; meets the SLO: "
-                     f"{'yes' if c['meets_slo'] else 'no'}.</p>")
-        parts.append(f"<pre>{e(doc['vllm_serve'])}</pre>")
-    else:
-        parts.append(f"<p>{e(c['message']) if c else 'no layout fits'}</p>")
     if doc["math"]:
         parts.append('<h2>The math</h2><table class="math">' + "".join(
             f"<tr><th>{e(s['title'])}</th><td><code>{e(s['formula'])}</code><br>{e(s['substituted'])}"
-            f"<br><span class=\"muted\">{e('; '.join(s['sources']))}</span></td></tr>" for s in doc["math"])
+            f"<br><span class=\"muted\">{linkify('; '.join(s['sources']))}</span></td></tr>" for s in doc["math"])
             + "</table>")
-    rows = _table_rows(doc)
-    parts.append("<h2>Ranked layouts</h2><table><tr>" + "".join(f"<th>{e(h)}</th>" for h in _HEAD) + "</tr>"
-                 + "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>" for r in rows) + "</table>")
+    if doc["alternatives"]:
+        parts.append("<h2>Alternatives considered</h2><table><tr>" + "".join(f"<th>{e(h)}</th>" for h in _HEAD)
+                     + "</tr>" + "".join("<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>"
+                                         for r in _table_rows(doc)) + "</table>")
     parts.append("<h2>Assumptions</h2><ul>" + "".join(f"<li>{e(a)}</li>" for a in doc["assumptions"]) + "</ul>")
-    parts.append("<h2>Sources of the constants</h2><ul>" + "".join(f"<li>{e(s)}</li>" for s in doc["sources"])
-                 + "</ul>")
+    parts.append("<h2>Sources</h2><ul>" + "".join(f"<li>{linkify(s)}</li>" for s in doc["sources"]) + "</ul>")
     parts.append(f'<h2>Permalink</h2><p><a href="{e(doc["permalink"], quote=True)}">{e(doc["permalink"])}</a></p>')
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
 
-_PDF_REPLACE = {"→": "->", "≤": "<=", "≥": ">=", "—": "-", "–": "-", "≈": "~", "⌈": "ceil(", "⌉": ")", "−": "-",
-                "’": "'", "‘": "'", "“": '"', "”": '"', "…": "...", "⁶": "^6", "·": "*", "\u00a0": " "}
+FONT_FILES = {("DejaVu", ""): "DejaVuSans.ttf", ("DejaVu", "B"): "DejaVuSans-Bold.ttf",
+              ("DejaVuMono", ""): "DejaVuSansMono.ttf"}
+"""The Unicode fonts embedded in the PDF (package data, licence beside them): λ, ≤, ×, µ, ≈, → print."""
 
 
-def pdf_text(text: str) -> str:
-    """Text a PDF core font (Latin-1) can show: known symbols spelled out, the rest replaced by ``?``."""
-    for k, v in _PDF_REPLACE.items():
-        text = text.replace(k, v)
-    return text.encode("latin-1", "replace").decode("latin-1")
-
-
-def _pdf_para(pdf: FPDF, text: str, size: float = 9, style: str = "", font: str = "Helvetica", h: float = 4.6) -> None:
+def _pdf_para(pdf: FPDF, text: str, size: float = 9, style: str = "", font: str = "DejaVu", h: float = 4.6) -> None:
+    """A paragraph; http(s) URLs in it are clickable links."""
     pdf.set_font(font, style, size)
-    pdf.multi_cell(0, h, pdf_text(text), new_x="LMARGIN", new_y="NEXT")
+    last = 0
+    for m in _URL.finditer(text):
+        url = m.group(0).rstrip(".,;)")
+        pdf.write(h, text[last:m.start()])
+        pdf.set_text_color(20, 60, 160)
+        pdf.write(h, url, link=url)
+        pdf.set_text_color(0, 0, 0)
+        last = m.start() + len(url)
+    pdf.write(h, text[last:])
+    pdf.ln(h)
 
 
 def _pdf_head(pdf: FPDF, text: str) -> None:
@@ -204,19 +274,18 @@ def _pdf_head(pdf: FPDF, text: str) -> None:
 
 
 def _pdf_chosen(pdf: FPDF, doc: dict) -> None:
-    """The chosen layout: its figures and ``vllm serve`` line, or why nothing fits."""
+    """The chosen layout: headline, costs, sizing and bands, ``vllm serve`` line — or why nothing fits."""
     _pdf_head(pdf, "Chosen layout")
     c = doc["chosen"]
-    if c and c["fits"]:
-        _pdf_para(pdf, f"{c['message']} - {c['total_gpus']} GPUs on {c['nodes']} node(s), "
-                       f"{_money(c['usd_per_hour'])}/hour, "
-                       f"{_money(c['usd_per_million_output_tokens'], 3)} per 1M output tokens, "
-                       f"{_money(c['usd_per_million_input_tokens'], 3)} per 1M input tokens; "
-                       f"p99 TTFT {_ms(c['ttft_p99_s'])}, "
-                       f"TPOT {_ms(c['tpot_s'])}; meets the SLO: {'yes' if c['meets_slo'] else 'no'}.")
-        _pdf_para(pdf, doc["vllm_serve"], 8, font="Courier", h=4)
-    else:
+    if not (c and c["fits"]):
         _pdf_para(pdf, c["message"] if c else "no layout fits")
+        return
+    _pdf_para(pdf, _headline(c), 9, "B")
+    for label, value in doc["costs"]:
+        _pdf_para(pdf, _cost_text(label, value))
+    for t in doc["timing"]:
+        _pdf_para(pdf, "• " + t, 8)
+    _pdf_para(pdf, doc["vllm_serve"], 8, font="DejaVuMono", h=4)
 
 
 def _pdf_math(pdf: FPDF, doc: dict) -> None:
@@ -226,52 +295,72 @@ def _pdf_math(pdf: FPDF, doc: dict) -> None:
     _pdf_head(pdf, "The math")
     for s in doc["math"]:
         _pdf_para(pdf, s["title"], 9, "B")
-        _pdf_para(pdf, s["formula"], 8, font="Courier", h=4)
-        _pdf_para(pdf, s["substituted"], 8, font="Courier", h=4)
+        _pdf_para(pdf, s["formula"], 8, font="DejaVuMono", h=4)
+        _pdf_para(pdf, s["substituted"], 8, font="DejaVuMono", h=4)
         _pdf_para(pdf, "Source: " + "; ".join(s["sources"]), 7)
 
 
-def _pdf_ranked(pdf: FPDF, doc: dict) -> None:
-    """The ranked layouts as a bordered table."""
-    _pdf_head(pdf, "Ranked layouts")
-    widths = (7, 22, 20, 15, 12, 12, 19, 17, 20, 20, 10)
-    pdf.set_font("Helvetica", "B", 7)
+def _pdf_alternatives(pdf: FPDF, doc: dict) -> None:
+    """The alternatives the user asked for, as a bordered table."""
+    if not doc["alternatives"]:
+        return
+    _pdf_head(pdf, "Alternatives considered")
+    widths = (6, 20, 17, 13, 11, 11, 17, 15, 17, 21, 21, 9)
+    pdf.set_font("DejaVu", "B", 6)
     for wd, h in zip(widths, _HEAD, strict=True):
-        pdf.cell(wd, 5, pdf_text(h), border=1)
+        pdf.cell(wd, 5, h[:16], border=1)
     pdf.ln()
-    pdf.set_font("Helvetica", "", 7)
+    pdf.set_font("DejaVu", "", 6)
     for r in _table_rows(doc):
         for wd, x in zip(widths, r, strict=True):
-            pdf.cell(wd, 5, pdf_text(x)[:24], border=1)
+            pdf.cell(wd, 5, x[:22], border=1)
         pdf.ln()
 
 
 def quote_pdf(doc: dict) -> bytes:
-    """The quote as a PDF (fpdf2, core Helvetica/Courier fonts; no external assets)."""
+    """The quote as an A4 PDF (fpdf2) with the DejaVu fonts embedded and clickable links."""
     from fpdf import FPDF  # lazy: keeps start-up fast
     pdf = FPDF(format="A4")
+    fonts = files("calculators.data").joinpath("fonts")
+    for (family, style), name in FONT_FILES.items():
+        pdf.add_font(family, style, str(fonts.joinpath(name)))
     pdf.set_auto_page_break(True, margin=15)
     pdf.add_page()
-    pdf.set_title(pdf_text(f"LLM serving quote - {doc['inputs']['model']}"))
+    pdf.set_title(f"LLM serving quote — {doc['inputs']['model']}")
     _pdf_para(pdf, f"LLM serving quote: {doc['inputs']['model']}", 16, "B", h=9)
-    meta = f"Date {doc['date']} - format {doc['schema_version']}"
-    meta += f" - for {doc['customer']}" if doc["customer"] else ""
-    meta += f" - prepared by {doc['prepared_by']}" if doc["prepared_by"] else ""
+    meta = f"Date {doc['date']} · format {doc['schema_version']}"
+    meta += f" · for {doc['customer']}" if doc["customer"] else ""
+    meta += f" · prepared by {doc['prepared_by']}" if doc["prepared_by"] else ""
     _pdf_para(pdf, meta, 8)
     if doc["notes"]:
         _pdf_para(pdf, doc["notes"])
+    _pdf_chosen(pdf, doc)
     _pdf_head(pdf, "Inputs")
     for k, v in doc["inputs"].items():
         _pdf_para(pdf, f"{k}: {v}")
-    _pdf_chosen(pdf, doc)
     _pdf_math(pdf, doc)
-    _pdf_ranked(pdf, doc)
+    _pdf_alternatives(pdf, doc)
     _pdf_head(pdf, "Assumptions")
     for a in doc["assumptions"]:
-        _pdf_para(pdf, "- " + a, 8)
-    _pdf_head(pdf, "Sources of the constants")
+        _pdf_para(pdf, "• " + a, 8)
+    _pdf_head(pdf, "Sources")
     for s in doc["sources"]:
-        _pdf_para(pdf, "- " + s, 7, h=3.6)
+        _pdf_para(pdf, "• " + s, 7, h=3.6)
     _pdf_head(pdf, "Permalink")
-    _pdf_para(pdf, doc["permalink"] or "(none)", 7, font="Courier", h=3.6)
+    _pdf_para(pdf, doc["permalink"] or "(none)", 7, h=3.6)
     return bytes(pdf.output())
+
+
+QUOTE_FORMATS = {".html": "HTML", ".htm": "HTML", ".pdf": "PDF"}
+
+
+def write_quote(doc: dict, path: str) -> str:
+    """Write the quote to ``path`` as HTML or PDF by its extension; returns the format written."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in QUOTE_FORMATS:
+        raise InvalidInputError("quote", path, "a file name ending in .html or .pdf")
+    if QUOTE_FORMATS[suffix] == "PDF":
+        Path(path).write_bytes(quote_pdf(doc))
+    else:
+        Path(path).write_text(quote_html(doc), encoding="utf-8")
+    return QUOTE_FORMATS[suffix]

@@ -63,8 +63,8 @@ def test_conservative_plan_sits_on_the_tpot_band_edge_and_costs_more():
     est = plan_layout(m, lay, STABLE)
     con = plan_layout(m, lay, STABLE, sizing="conservative")
     assert est.sizing == "estimate" and con.sizing == "conservative"
-    assert est.tpot_band_s == pytest.approx([est.tpot_s * timing_band("tpot").low_factor,
-                                             est.tpot_s * timing_band("tpot").high_factor])
+    assert (est.tpot_band_low_s, est.tpot_band_high_s) == pytest.approx(
+        (est.tpot_s * timing_band("tpot").low_factor, est.tpot_s * timing_band("tpot").high_factor))
     # at the same batch the conservative TPOT is the estimate's pessimistic edge (steps × the TPOT band's factor)
     r = Roofline(m, lay.gpu)
     tpot = serving_metrics(r, 31, 1000, 200)["tpot_s"]

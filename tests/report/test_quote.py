@@ -1,30 +1,36 @@
-"""The quote: escaped HTML, PDF, JSON and CSV of the ranked table."""
+"""The quote: the chosen layout first and alone, public sources, A4 width, a Unicode PDF, JSON and CSV."""
 import csv
 import io
 import json
+import re
 
 import pytest
 
+from calculators.errors import InvalidInputError
+from calculators.planning.costs import COST_LABELS
 from calculators.planning.fleet import Workload, plan_fleet
 from calculators.report.quote import (
+    FONT_FILES,
+    linkify,
     neutralise_cell,
-    pdf_text,
     quote_document,
     quote_html,
     quote_pdf,
     ranked_csv,
     ranked_json,
+    write_quote,
 )
 from calculators.specs.catalog import get_gpu, get_model
 
 L70 = "meta-llama/Llama-3.1-70B-Instruct"
 W = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0, tpot_p99_s=0.05)
 EVIL = "<script>alert(1)</script>"
+REPO_PATH = re.compile(r"(calculators|app|tests|shared|docs|benchmarks)/[\w./-]+\.(py|md|toml|json)")
 
 
 @pytest.fixture(scope="module")
 def setup():
-    m, gpus = get_model(L70), [get_gpu("H100")]
+    m, gpus = get_model(L70), [get_gpu("H100"), get_gpu("H200")]
     return m, gpus, plan_fleet(m, gpus, W, max_pp=1)
 
 
@@ -37,40 +43,107 @@ def test_html_escapes_every_free_text_field(setup):
     assert "&lt;script&gt;" in text
     assert "<link" not in text and "http-equiv" not in text  # self-contained: inline CSS only
     assert "<style>" in text
+    assert linkify('see https://x.org/a?b=1&c=2. "<b>"') == (
+        'see <a href="https://x.org/a?b=1&amp;c=2">https://x.org/a?b=1&amp;c=2</a>. &quot;&lt;b&gt;&quot;')
 
 
-def test_html_has_chain_serve_line_and_permalink(setup):
+def test_html_has_costs_chain_serve_line_and_permalink(setup):
     m, gpus, plans = setup
     link = "http://host/fleet?v=1&model=meta-llama%2FLlama-3.1-70B-Instruct&gpu=H100-SXM"
     doc = quote_document(m, gpus, W, plans, permalink=link, served_name=L70)
     text = quote_html(doc)
     best = plans[0]
     assert f"vllm serve {L70} --tensor-parallel-size {best.tensor_parallel_size}" in text
+    assert f"--max-model-len {best.max_model_len}" in text
     assert "http://host/fleet?v=1&amp;model=" in text
-    # the $/hour step with numbers substituted: GPUs × $/GPU-hour
     assert f"{best.total_gpus} × ${best.usd_per_gpu_hour:.2f} = ${best.usd_per_hour:,.2f}/hour" in text
-    assert doc["date"] and any("datasheet" in s for s in doc["sources"])
-    assert any("price" in s and "http" in s or "github.com" in s for s in doc["sources"])
+    for label in COST_LABELS.values():  # every cost, each naming its tokens
+        assert f"<th>{label}</th>" in text.replace("&#x27;", "'")
+    assert f"${best.usd_per_month:,.2f}" in text
+    assert "Sized on the model&#x27;s estimate" in text and "80 % band" in text
 
 
-def test_pdf(setup):
+def test_html_chosen_first_alone_and_alternatives_only_when_asked(setup):
     m, gpus, plans = setup
-    pdf = quote_pdf(quote_document(m, gpus, W, plans, customer="Ünïcode → ≤ 漢字 " + EVIL))
-    assert pdf.startswith(b"%PDF")
-    assert len(pdf) > 2000
-    assert pdf_text("a → b ≤ c 漢") == "a -> b <= c ?"
+    chosen = next(p for p in plans if p.fits and p is not plans[0])
+    plain = quote_html(quote_document(m, gpus, W, plans, chosen=chosen))
+    assert "Alternatives" not in plain and plans[0].message not in plain
+    assert chosen.message in plain
+    full = quote_html(quote_document(m, gpus, W, plans, chosen=chosen, include_alternatives=True))
+    assert full.index(chosen.message) < full.index("Alternatives considered") < full.index("Sources")
+
+
+def test_html_cites_public_sources_and_no_repository_paths(setup):
+    m, gpus, plans = setup
+    text = quote_html(quote_document(m, gpus, W, plans, include_alternatives=True, vllm_version="0.10.2"))
+    own = re.sub(r"https?://[^\s\"<]+", "", text)  # public URLs may hold other projects' paths
+    assert not REPO_PATH.search(own), REPO_PATH.search(own)
+    for word in ("shared/", "seed", "issue"):
+        assert word not in own.lower()
+    assert 'href="https://github.com/vllm-project/vllm/releases/tag/v0.10.2"' in text
+    assert 'href="https://www.nvidia.com/' in text  # a datasheet, clickable
+    assert "method page “The performance model”" in text
+
+
+def test_html_fits_a4_and_wraps_links(setup):
+    m, gpus, plans = setup
+    text = quote_html(quote_document(m, gpus, W, plans, permalink="/?" + "x=1&" * 300))
+    assert "max-width:720px" in text and "overflow-wrap:anywhere" in text and "max-width:190mm" in text
+
+
+def test_conservative_quote_says_so(setup):
+    m, gpus, _ = setup
+    plans = plan_fleet(m, gpus, W, max_pp=1, sizing="conservative")
+    doc = quote_document(m, gpus, W, plans, sizing="conservative")
+    assert doc["inputs"]["sizing"].startswith("conservative")
+    assert doc["timing"][0].startswith("Conservative sizing") and "%" in doc["timing"][0]
+
+
+def _pdf_text(pdf: bytes) -> str:
+    pypdf = pytest.importorskip("pypdf")
+    return "".join(p.extract_text() for p in pypdf.PdfReader(io.BytesIO(pdf)).pages)
+
+
+def test_pdf_embeds_a_unicode_font_and_links(setup):
+    m, gpus, plans = setup
+    pdf = quote_pdf(quote_document(m, gpus, W, plans, customer="Ünïcode → ≤ × µ ≈ " + EVIL,
+                                   permalink="https://host/fleet?v=1"))
+    assert pdf.startswith(b"%PDF") and len(pdf) > 2000
+    assert b"DejaVuSans" in pdf and b"FontFile2" in pdf  # the TrueType font is embedded
+    assert b"/URI (https://www.nvidia.com/" in pdf and b"/URI (https://host/fleet?v=1)" in pdf  # clickable
+    assert set(FONT_FILES.values()) == {"DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "DejaVuSansMono.ttf"}
+    try:
+        text = _pdf_text(pdf)
+    except pytest.skip.Exception:
+        return
+    assert "λ" in text and "≤" in text and "×" in text
+
+
+def test_write_quote_by_extension(setup, tmp_path):
+    m, gpus, plans = setup
+    doc = quote_document(m, gpus, W, plans)
+    assert write_quote(doc, str(tmp_path / "q.html")) == "HTML"
+    assert write_quote(doc, str(tmp_path / "Q.PDF")) == "PDF"
+    assert (tmp_path / "Q.PDF").read_bytes().startswith(b"%PDF")
+    with pytest.raises(InvalidInputError, match=r"\.html or \.pdf"):
+        write_quote(doc, str(tmp_path / "q.docx"))
 
 
 def test_csv_neutralises_formulas(setup):
     _, _, plans = setup
+    plans = [p for p in plans]
+    saved = [(p.message, p.gpu) for p in plans[:3]]
     plans[0].message = "=HYPERLINK(\"http://evil\")"
     plans[1].message = "+1"
     plans[2].gpu = "@SUM(A1)"
     rows = list(csv.DictReader(io.StringIO(ranked_csv(plans))))
+    for p, (msg, gpu) in zip(plans, saved, strict=False):
+        p.message, p.gpu = msg, gpu
     assert rows[0]["message"].startswith("'=") and rows[1]["message"] == "'+1"
     assert rows[2]["gpu"] == "'@SUM(A1)"
     assert neutralise_cell("-2") == "'-2" and neutralise_cell(-2.0) == -2.0 and neutralise_cell("ok") == "ok"
     assert rows[0]["rank"] == "1" and len(rows) == len(plans)
+    assert set(COST_LABELS) | {"sizing", "tpot_band_high_s", "max_model_len"} <= set(rows[0])
 
 
 def test_json_matches_plans(setup):
@@ -80,3 +153,4 @@ def test_json_matches_plans(setup):
     first = doc["layouts"][0]
     assert (first["gpu"], first["total_gpus"], first["usd_per_hour"]) == (plans[0].gpu, plans[0].total_gpus,
                                                                           plans[0].usd_per_hour)
+    assert set(COST_LABELS) <= set(first) and first["usd_per_month"] == pytest.approx(first["usd_per_hour"] * 730)
