@@ -27,9 +27,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import statistics
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +41,8 @@ sys.path.insert(0, str(ROOT))
 from calculators.specs.catalog import get_gpu, get_model  # noqa: E402
 from calculators.specs.hf_config import load_config_file  # noqa: E402
 from calculators.units import GiB  # noqa: E402
-from calculators.vllm.capacity import vllm_capacity  # noqa: E402
+from calculators.vllm.capacity import stage_overheads, vllm_capacity  # noqa: E402
+from calculators.vllm.overheads import COEFFICIENTS, Coefficients, Span  # noqa: E402
 
 CORPUS = ROOT / "tests" / "fixtures" / "vllm_logs" / "startup_corpus.json"
 HF_CONFIGS = ROOT / "tests" / "fixtures" / "hf_configs"
@@ -100,12 +104,14 @@ def case_gpu(case: dict) -> dict:
     return out
 
 
-def predict(case: dict, kv_cache_memory_bytes: int | None = None, gpu_memory_bytes: float | None = None):
+def predict(case: dict, kv_cache_memory_bytes: int | None = None, gpu_memory_bytes: float | None = None,
+            coefficients: Coefficients = COEFFICIENTS):
     """Run ``vllm_capacity`` for a case (``gpu_memory_bytes`` overrides the case's GPU when given)."""
     gpu = case_gpu(case)
     if gpu_memory_bytes is not None:
         gpu["gpu_memory_bytes"] = gpu_memory_bytes
-    return vllm_capacity(case_model(case), **gpu, **case_flags(case, kv_cache_memory_bytes))
+    return vllm_capacity(case_model(case), **gpu, **case_flags(case, kv_cache_memory_bytes),
+                         coefficients=coefficients)
 
 
 def printed_tokens(case: dict) -> int | None:
@@ -122,7 +128,7 @@ def _err(pred: float, truth: float) -> float:
     return pred / truth - 1 if truth > 0 else (pred - truth) / abs(truth)
 
 
-def evaluate(case: dict) -> dict:
+def evaluate(case: dict, coefficients: Coefficients = COEFFICIENTS) -> dict:
     """One case's predicted and printed figures, errors and range checks (``failed`` on an exception)."""
     rep = case["reported"]
     row = {"case_id": case["case_id"], "model": case["model"], "version": case["vllm_version"],
@@ -133,7 +139,7 @@ def evaluate(case: dict) -> dict:
              "tokens": printed_tokens(case), "concurrency": rep.get("max_concurrency")}
     row["printed"] = truth
     try:
-        r = predict(case)
+        r = predict(case, coefficients=coefficients)
     except Exception as exc:  # noqa: BLE001 - every failure is reported, never hidden
         row["failed"] = f"{type(exc).__name__}: {exc}"
         return row
@@ -156,6 +162,102 @@ def evaluate(case: dict) -> dict:
         row[m] = entry
     row["fits"] = r.fits
     return row
+
+
+# ---------------------------------------------------------------- fitting, judged leave-one-source-out
+
+#: The fitted constants: (field of Coefficients, key within it or None, grid of candidate values).
+FITTED = (
+    ("activation_base_bytes", None, [i * 0.05 * GiB for i in range(13)]),
+    ("forward_factor", None, [0.5 + 0.1 * i for i in range(26)]),
+    ("sampler_bytes", "v0_sort", [2.0 * i for i in range(25)]),
+    ("sampler_bytes", "v1_sort", [2.0 * i for i in range(25)]),
+    ("non_torch_bytes", "one_gpu", [i * 0.02 * GiB for i in range(26)]),
+    ("non_torch_bytes", "multi_gpu", [i * 0.05 * GiB for i in range(31)]),
+    ("non_torch_bytes", "nvswitch", [i * 0.25 * GiB for i in range(13)]),  # NCCL NVLS buffers: ≤ 3 GiB
+)
+#: A case's error counts at most this much in the fit, so one broken log cannot steer it.
+FIT_ERROR_CAP = 0.5
+
+
+def source_of(case: dict, corpus: Sequence[dict] = ()) -> str:
+    """The source a case comes from: a GitHub repository, an issue thread, or the named post.
+
+    A locator that says "same project as <case>" belongs to that case's source.
+    """
+    url = case["source_url"]
+    same = re.search(r"same project as ([A-Z0-9]+-\d+)", url)
+    if same:
+        return next((source_of(c) for c in corpus if c["case_id"] == same[1]), same[1])
+    parts = url.split("/")
+    if url.startswith("https://github.com/") and len(parts) > 4:
+        return "/".join(parts[2:5]) + ("/" + "/".join(parts[5:7]) if parts[5:6] in (["issues"], ["pull"]) else "")
+    return url.split(" - ")[0].split("(")[0].strip()
+
+
+def with_value(c: Coefficients, name: str, key: str | None, x: float) -> Coefficients:
+    """``c`` with one fitted constant set to ``x`` (its range widened to include ``x``)."""
+    old = getattr(c, name) if key is None else getattr(c, name)[key]
+    span = Span(min(old.low, x), x, max(old.high, x))
+    if key is None:
+        return replace(c, **{name: span})
+    return replace(c, **{name: {**getattr(c, name), key: span}})
+
+
+def fit_case(case: dict) -> dict | None:
+    """What the fit needs of a case: its settings, budget, weights and the KV bytes vLLM printed."""
+    try:
+        r = predict(case)
+    except Exception:  # noqa: BLE001 - failed cases are reported by evaluate()
+        return None
+    st, rep = r.binding, case["reported"]
+    if rep.get("kv_cache_memory_gib") is not None:
+        truth = rep["kv_cache_memory_gib"] * GiB
+    elif printed_tokens(case) and r.kv_cache_tokens > 0:
+        truth = printed_tokens(case) * st.available.value / r.kv_cache_tokens
+    else:
+        return None
+    return {"case": case, "model": case_model(case), "settings": r.settings, "gpu": case_gpu(case).get("gpu"),
+            "layers": st.num_layers, "rest": r.budget_bytes - st.weights_bytes, "truth": truth}
+
+
+def _fit_error(fc: dict, c: Coefficients) -> float:
+    act, nt, cg, sub = stage_overheads(fc["model"], fc["settings"], fc["gpu"], fc["layers"], c)
+    pred = fc["rest"] - act.value - nt.value - (cg.value if sub else 0.0)
+    return min(FIT_ERROR_CAP, abs(_err(pred, fc["truth"])))
+
+
+def fit(cases: list[dict], start: Coefficients = COEFFICIENTS, sweeps: int = 2) -> Coefficients:
+    """Coordinate descent over :data:`FITTED`, minimising the summed capped |error| of available KV."""
+    c = start
+    for _ in range(sweeps):
+        for name, key, grid in FITTED:
+            c = min((with_value(c, name, key, x) for x in grid),
+                    key=lambda cand: sum(_fit_error(fc, cand) for fc in cases))
+    return c
+
+
+def leave_one_source_out(corpus: list[dict]) -> list[dict]:
+    """Each usable case predicted with constants fitted on every other source's logs."""
+    usable = [c for c in corpus if c.get("usable_from_scratch")]
+    fitted = [fc for fc in map(fit_case, usable) if fc]
+    rows = []
+    for source in dict.fromkeys(source_of(c, corpus) for c in usable):
+        train = [fc for fc in fitted if source_of(fc["case"], corpus) != source]
+        coef = fit(train)
+        rows += [evaluate(c, coef) for c in usable if source_of(c, corpus) == source]
+    return rows
+
+
+def describe(c: Coefficients) -> list[str]:
+    """The fitted constants, one line each (GiB for bytes terms, bytes for the sampler)."""
+    out = []
+    for name, key, _ in FITTED:
+        s = getattr(c, name) if key is None else getattr(c, name)[key]
+        scale = GiB if name in ("activation_base_bytes", "non_torch_bytes") else 1
+        out.append(f"{name}{'' if key is None else '[' + key + ']'} = {s.value / scale:.3g} "
+                   f"(range {s.low / scale:.3g}–{s.high / scale:.3g})")
+    return out
 
 
 def _median(xs: list[float]) -> float | None:
@@ -203,8 +305,12 @@ def figures(corpus: list[dict]) -> dict:
         "available_share_in_range": {"target": ">= 90 %", "value": summary["available"]["share_in_range"],
                                      "status": _check(summary["available"]["share_in_range"], 0.9, False)},
     }
+    loso = summarise(leave_one_source_out(corpus))
+    refit = describe(fit([fc for fc in map(fit_case, usable) if fc]))
     return {"corpus": str(CORPUS.relative_to(ROOT)), "corpus_cases": len(corpus), "usable_cases": len(usable),
-            "elapsed_s": round(elapsed, 3), "summary": summary, "per_engine": per_engine, "per_family": per_family,
+            "elapsed_s": round(elapsed, 3), "summary": summary, "leave_one_source_out": loso,
+            "shipped_constants": describe(COEFFICIENTS), "refit_on_all_sources": refit,
+            "per_engine": per_engine, "per_family": per_family,
             "targets": targets, "cases": rows,
             "failed": [{"case_id": r["case_id"], "model": r["model"], "version": r["version"], "error": r["failed"]}
                        for r in rows if r["failed"]]}
@@ -275,6 +381,11 @@ def print_report(fig: dict) -> None:
         print(line(f"engine {e}", x))
     for f, x in fig["per_family"].items():
         print(line(f"{f}", x))
+    print(line("LOSO", fig["leave_one_source_out"]))
+    print("  (LOSO: each source's logs predicted with the constants refitted on every other source)")
+    print("\nConstants as shipped  |  refitted on all sources now")
+    for shipped, refit in zip(fig["shipped_constants"], fig["refit_on_all_sources"], strict=True):
+        print(f"  {shipped:<58} | {refit}")
     print("\nTargets")
     for k, v in fig["targets"].items():
         val = "—" if v["value"] is None else f"{100 * v['value']:.1f} %"

@@ -201,7 +201,9 @@ def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike 
     """Weight bytes on one GPU of each pipeline stage [bytes], shape ``(pp, *broadcast(tp))``.
 
     ``expert_parallel_size`` (vLLM ``--enable-expert-parallel``: TP × DP) puts whole experts on
-    each GPU instead of slicing every expert by TP.
+    each GPU instead of slicing every expert by TP. A vision or audio encoder (``encoder_params``)
+    sits on the first stage in the activation dtype, split by TP (vLLM shards its linears;
+    docs/vllm-memory.md §2.2).
     """
     tp = check_tensor_parallel(model, tensor_parallel_size).astype(np.float64)
     ep = (None if expert_parallel_size is None
@@ -221,7 +223,7 @@ def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike 
         for split, (nbytes, _) in sums.items():
             total = total + nbytes * shard(model, split, tp, ep)
         if i == 0:
-            total = total + embed
+            total = total + embed + model.encoder_params * s / tp
         if i == len(parts) - 1:
             total = total + h * s + (embed if (not model.tie_word_embeddings or len(parts) > 1) else 0)
         stages.append(total)

@@ -166,6 +166,8 @@ def _model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> Mode
     fields.update(_moe(text, fields["num_hidden_layers"], fields["intermediate_size"]))
     fields.update(_quantization(cfg.get("quantization_config") or text.get("quantization_config")))
     fields.update(_rope(text, fields))
+    fields["encoder_params"] = sum(_encoder_params(cfg.get(key), fields["hidden_size"])
+                                   for key in ("vision_config", "audio_config"))
     fields["defaults_assumed"] = tuple(assumed)
     fields.update(metadata)
     try:
@@ -174,6 +176,41 @@ def _model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> Mode
         err = exc.errors()[0]
         loc = ".".join(str(x) for x in err["loc"]) or "config.json"
         raise InvalidInputError(loc, err.get("input"), err["msg"]) from None
+
+
+def _encoder_params(enc: Any, text_hidden: int) -> float:
+    """Parameters [count] of a vision or audio encoder and its projector, from its sub-config.
+
+    A transformer encoder of ``L`` layers, width ``h`` and MLP width ``i``: ``L × (4h² + k·h·i)``
+    (``k`` = 3 for gated SiLU MLPs, else 2), plus the patch embedding (channels × patch² × temporal
+    patch × h), the position table and the projector into the language model: Qwen-VL's merger
+    ``(h·m)² + h·m·out`` per merger (``m`` = spatial_merge_size², one more per deepstack level),
+    otherwise one ``h × text hidden`` matrix (docs/vllm-memory.md §2.2).
+    """
+    if not isinstance(enc, dict):
+        return 0.0
+    layers = _int(enc, "depth", "num_hidden_layers", "encoder_layers", "num_layers", default=0, minimum=0)
+    h = _int(enc, "hidden_size", "embed_dim", "d_model", default=0, minimum=0)
+    if not layers or not h:
+        return 0.0
+    layers += _int(enc, "num_global_layers", default=0, minimum=0)
+    inter = _int(enc, "intermediate_size", "encoder_ffn_dim", default=4 * h, minimum=0)
+    gated = "silu" in str(enc.get("hidden_act", ""))
+    body = layers * (4 * h * h + (3 if gated else 2) * h * inter)
+    patch = _int(enc, "patch_size", default=0, minimum=0)
+    channels = _int(enc, "in_channels", "num_channels", default=3, minimum=0)
+    embed = channels * patch * patch * _int(enc, "temporal_patch_size", default=1) * h
+    image = _int(enc, "image_size", default=0, minimum=0)
+    positions = _int(enc, "num_position_embeddings", default=(image // patch) ** 2 if patch else 0, minimum=0)
+    merge = _int(enc, "spatial_merge_size", default=0, minimum=0)
+    if merge:
+        wide = h * merge * merge
+        out = _int(enc, "out_hidden_size", default=text_hidden)
+        levels = 1 + len(enc.get("deepstack_visual_indexes") or ())
+        projector = levels * (wide * wide + wide * out)
+    else:
+        projector = h * text_hidden
+    return float(body + embed + positions * h + projector)
 
 
 def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:

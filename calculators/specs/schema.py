@@ -124,6 +124,7 @@ class ModelSpec(_Frozen):
     num_shared_experts: int = Field(default=0, ge=0)
     shared_expert_intermediate_size: int = Field(default=0, ge=0)
     moe_layers: tuple[int, ...] = ()
+    encoder_params: float = Field(default=0.0, ge=0, description="vision/audio encoder and projector parameters")
     quantization: str | None = None
     quantization_group_size: int | None = None
     params_total_card: float | None = None

@@ -31,7 +31,15 @@ from calculators.memory.weights import resolve_quantization, weight_bytes_per_st
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.units import GiB
 from calculators.validation import fraction, positive_int
-from calculators.vllm.overheads import Estimate, activation_peak, cudagraph, non_torch
+from calculators.vllm.overheads import (
+    COEFFICIENTS,
+    Coefficients,
+    Estimate,
+    activation_peak,
+    cudagraph,
+    non_torch,
+    sampler_profile,
+)
 from calculators.vllm.versions import (
     DEFAULT_VLLM_VERSION,
     VllmVersion,
@@ -219,14 +227,33 @@ def resolve_settings(model: ModelSpec, gpu_memory_bytes: float, gpu_name: str, *
     )
 
 
-def _stage(model: ModelSpec, s: Settings, v: VllmVersion, i: int, kinds: tuple[str, ...], weights: float,
-           budget: float) -> StageMemory:
+@dataclass(frozen=True)
+class _Context:
+    """What every stage shares: flags, release, GPU, budget and the estimates' constants."""
+
+    settings: Settings
+    version: VllmVersion
+    gpu: GPUSpec | None
+    budget: float
+    coefficients: Coefficients
+
+
+def stage_overheads(model: ModelSpec, s: Settings, gpu: GPUSpec | None, num_layers: int,
+                    coefficients: Coefficients = COEFFICIENTS) -> tuple[Estimate, Estimate, Estimate, bool]:
+    """A stage's activation peak, non-torch memory and CUDA-graph pool, and whether the graphs are deducted."""
+    v = parse_vllm_version(s.vllm_version, s.engine)
     quantized = s.quantization != "none"
     act = activation_peak(model, max_num_batched_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs,
-                          tensor_parallel_size=s.tensor_parallel_size, act_bytes=dtype_bytes(s.dtype))
-    nt = non_torch(s.tensor_parallel_size * s.pipeline_parallel_size)
-    cg = cudagraph(model, len(kinds), s.enforce_eager)
-    cg_sub = subtracts_cudagraphs(v, model, quantized, s.enforce_eager)
+                          tensor_parallel_size=s.tensor_parallel_size, act_bytes=dtype_bytes(s.dtype),
+                          sampler=sampler_profile(v, model, quantized), coefficients=coefficients)
+    nt = non_torch(s.tensor_parallel_size * s.pipeline_parallel_size, gpu, coefficients)
+    cg = cudagraph(model, num_layers, s.enforce_eager, s.max_num_seqs, coefficients)
+    return act, nt, cg, subtracts_cudagraphs(v, model, quantized, s.enforce_eager)
+
+
+def _stage(model: ModelSpec, ctx: _Context, i: int, kinds: tuple[str, ...], weights: float) -> StageMemory:
+    s, v, budget = ctx.settings, ctx.version, ctx.budget
+    act, nt, cg, cg_sub = stage_overheads(model, s, ctx.gpu, len(kinds), ctx.coefficients)
     if s.kv_cache_memory_bytes is not None:
         available = Estimate.exact(float(s.kv_cache_memory_bytes), "--kv-cache-memory")
     else:
@@ -248,11 +275,12 @@ def _stage(model: ModelSpec, s: Settings, v: VllmVersion, i: int, kinds: tuple[s
 
 
 def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_bytes: float | None = None,
-                  **flags) -> CapacityResult:
+                  coefficients: Coefficients = COEFFICIENTS, **flags) -> CapacityResult:
     """Predict vLLM's start-up KV-cache numbers for a model on a GPU with these flags.
 
     ``flags`` are :func:`resolve_settings`'s (vLLM's names). Give ``gpu`` (catalog entry) or
-    ``gpu_memory_bytes`` (total memory as the framework reports it).
+    ``gpu_memory_bytes`` (total memory as the framework reports it). ``coefficients`` are the
+    estimates' fitted constants (the accuracy benchmark refits them).
     """
     if gpu_memory_bytes is not None:
         given = gpu_memory_bytes
@@ -275,7 +303,8 @@ def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_by
     weights = weight_bytes_per_stage(model, tensor_parallel_size=s.tensor_parallel_size,
                                      pipeline_parallel_size=s.pipeline_parallel_size, quantization=s.quantization,
                                      dtype=s.dtype, expert_parallel_size=s.expert_parallel_size)
-    stages = tuple(_stage(model, s, v, i, kinds, float(np.ravel(weights[i])[0]), budget)
+    ctx = _Context(s, v, gpu, budget, coefficients)
+    stages = tuple(_stage(model, ctx, i, kinds, float(np.ravel(weights[i])[0]))
                    for i, kinds in enumerate(stage_layer_types(model, s.pipeline_parallel_size)))
     binding = min(range(len(stages)), key=lambda i: (stages[i].num_blocks, stages[i].available.value))
     return _report(model, name, total, s, v, budget, stages, binding)

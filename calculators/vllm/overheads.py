@@ -1,34 +1,65 @@
 """Estimates of the start-up terms vLLM measures rather than computes, each with a range.
 
 vLLM *measures* the activation peak of a dummy forward pass, the growth of non-torch memory and
-the CUDA-graph pool; no formula reproduces them exactly. These estimates are fitted by hand to the
-public start-up logs (docs/vllm-memory.md §2.3–§2.5 and §7)
-(observed: activation 0.19–0.57 GiB for 7–14B dense models at 2–8k batched tokens, ~1.0 GiB for
-Qwen2.5-7B-AWQ, 1.3–1.4 GiB for 70B TP4 / 235B TP8, 2.07 GiB for Llama-3.1-8B at 20k tokens on V0;
-non-torch 0.06–0.43 GiB; CUDA graphs 0.48 GiB for a 28-layer 7B, 3.45 GiB for a 94-layer MoE at
-TP8). Each returns ``(estimate, low, high)`` in bytes; the ranges cover every observation.
+the CUDA-graph pool; no formula reproduces them exactly. The shapes of the rules below follow
+what the profile run does in each release (docs/vllm-memory.md §2.3–§2.5); their constants are
+fitted to the public start-up logs of the test corpus and judged leave-one-source-out by the
+start-up accuracy benchmark (docs/vllm-memory.md §7). Each term is an :class:`Estimate`
+``(value, low, high)`` in bytes; the ranges come from the same fit.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from calculators.specs.schema import ModelSpec
+from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.units import GiB, MiB
+from calculators.vllm.versions import VllmVersion, uses_v2_model_runner
 
 #: Live activation tensors per batched token: input + residual (2·hidden) and the MLP's
 #: gate/up output plus activation output (3 × FFN width on this rank), in the activation dtype.
 ACTIVATION_HIDDEN_COPIES = 2
 ACTIVATION_FFN_COPIES = 3
-#: Bytes per vocabulary entry per dummy sequence in the sampler pass (fp32 logits, probabilities,
-#: sort keys): fitted to the logs above.
-SAMPLER_BYTES_PER_VOCAB = 8
-ACTIVATION_BASE_BYTES = 0.2 * GiB
-ACTIVATION_RANGE = (0.5, 3.2)
-NON_TORCH_SINGLE_BYTES = 0.1 * GiB
-NON_TORCH_MULTI_EXTRA_BYTES = 0.15 * GiB
-NON_TORCH_RANGE_BYTES = (0.05 * GiB, 0.5 * GiB)
-CUDAGRAPH_PER_LAYER_BYTES = {"dense": 17 * MiB, "moe": 37 * MiB}
-CUDAGRAPH_RANGE = (0.5, 2.0)
+#: Capture sizes up to 512 tokens make the full CUDA-graph pool; fewer sequences capture fewer.
+CUDAGRAPH_FULL_CAPTURE_TOKENS = 512
+#: GPU architectures whose NVLink switch systems give NCCL its NVLink-SHARP buffers.
+NVSWITCH_ARCHITECTURES = ("Hopper", "Blackwell", "Blackwell Ultra")
+
+
+@dataclass(frozen=True)
+class Span:
+    """A fitted constant: the value used and the low and high ends of its range."""
+
+    low: float
+    value: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    """The fitted constants of the start-up estimates (docs/vllm-memory.md §2.3–§2.5).
+
+    ``sampler_bytes`` are bytes per vocabulary entry per dummy request of the profile run's
+    sampler pass, by sampler profile (:func:`sampler_profile`); ``non_torch_bytes`` per GPU by
+    :func:`non_torch_class`.
+    """
+
+    activation_base_bytes: Span
+    forward_factor: Span
+    sampler_bytes: dict[str, Span] = field(default_factory=dict)
+    non_torch_bytes: dict[str, Span] = field(default_factory=dict)
+    cudagraph_per_layer_bytes: dict[str, Span] = field(default_factory=dict)
+
+
+#: Fitted on the corpus's printed terms and implied overheads (budget − weights − KV);
+#: benchmarks/startup_accuracy.py refits them without each log's source to judge them.
+COEFFICIENTS = Coefficients(
+    activation_base_bytes=Span(0.0, 0.4 * GiB, 0.6 * GiB),
+    forward_factor=Span(0.8, 0.9, 2.6),
+    sampler_bytes={"v0_sort": Span(20, 30, 36), "v1_sort": Span(4, 36, 40), "logits": Span(0, 6, 12)},
+    non_torch_bytes={"one_gpu": Span(0.0, 0.08 * GiB, 0.5 * GiB), "multi_gpu": Span(0.0, 0.0, 0.7 * GiB),
+                     "nvswitch": Span(0.2 * GiB, 3.0 * GiB, 7.2 * GiB)},
+    cudagraph_per_layer_bytes={"dense": Span(8 * MiB, 17 * MiB, 34 * MiB), "moe": Span(3 * MiB, 17 * MiB, 74 * MiB)},
+)
 
 
 @dataclass(frozen=True)
@@ -45,32 +76,81 @@ class Estimate:
         return cls(value, value, value, basis)
 
 
-def activation_peak(model: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int,
-                    tensor_parallel_size: int, act_bytes: int) -> Estimate:
-    """Peak activation memory of vLLM's profile run on one GPU [bytes]."""
+def sampler_profile(v: VllmVersion, model: ModelSpec, quantized: bool) -> str:
+    """Which sampler pass the release's profile run makes (docs/vllm-memory.md §2.3).
+
+    ``v0_sort``: the V0 engine samples its dummy requests with top-p/top-k (a full sort of the
+    logits). ``v1_sort``: the V1 model runner does the same from 0.8.0 (``_dummy_sampler_run`` in
+    vllm/v1/worker/gpu_model_runner.py, vLLM pull request 13594) until 0.17, which measures much
+    less. ``logits``: V1 0.7.x, 0.17+, and the V2 model runner, whose dummy batch carries no
+    sampling parameters, hold little more than the logits.
+    """
+    if v.engine == "V0":
+        return "v0_sort"
+    if not v.at_least(0, 8) or v.at_least(0, 17) or uses_v2_model_runner(v, model, quantized):
+        return "logits"
+    return "v1_sort"
+
+
+def non_torch_class(num_gpus: int, gpu: GPUSpec | None) -> str:
+    """``one_gpu``, ``multi_gpu`` or ``nvswitch`` (several Hopper/Blackwell GPUs on NVLink)."""
+    if num_gpus <= 1:
+        return "one_gpu"
+    if gpu is not None and gpu.architecture in NVSWITCH_ARCHITECTURES and gpu.scale_up_link.startswith("NVLink"):
+        return "nvswitch"
+    return "multi_gpu"
+
+
+def _forward_bytes_per_token(model: ModelSpec, tensor_parallel_size: int, act_bytes: int) -> float:
     ffn = max(model.intermediate_size,
               model.num_experts_per_tok * model.moe_intermediate_size + model.shared_expert_intermediate_size)
-    per_token = (ACTIVATION_HIDDEN_COPIES * model.hidden_size
-                 + ACTIVATION_FFN_COPIES * ffn / tensor_parallel_size) * act_bytes
-    sampler_seqs = min(max_num_seqs, max_num_batched_tokens)
-    value = (max_num_batched_tokens * per_token + sampler_seqs * model.vocab_size * SAMPLER_BYTES_PER_VOCAB
-             + ACTIVATION_BASE_BYTES)
-    basis = (f"{max_num_batched_tokens} tokens × {per_token:,.0f} B + {sampler_seqs} seqs × "
-             f"{model.vocab_size} vocab × {SAMPLER_BYTES_PER_VOCAB} B + {ACTIVATION_BASE_BYTES / GiB:.1f} GiB")
-    return Estimate(value, value * ACTIVATION_RANGE[0], value * ACTIVATION_RANGE[1], basis)
+    return (ACTIVATION_HIDDEN_COPIES * model.hidden_size
+            + ACTIVATION_FFN_COPIES * ffn / tensor_parallel_size) * act_bytes
 
 
-def non_torch(num_gpus: int) -> Estimate:
-    """CUDA context growth, cuBLAS workspaces and (multi-GPU) NCCL / custom all-reduce buffers."""
-    value = NON_TORCH_SINGLE_BYTES + (NON_TORCH_MULTI_EXTRA_BYTES if num_gpus > 1 else 0)
-    return Estimate(value, *NON_TORCH_RANGE_BYTES, "0.1 GiB, +0.15 GiB with more than one GPU")
+def activation_peak(model: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int,
+                    tensor_parallel_size: int, act_bytes: int, sampler: str = "v1_sort",
+                    coefficients: Coefficients = COEFFICIENTS) -> Estimate:
+    """Peak activation memory of vLLM's profile run on one GPU [bytes].
+
+    ``base + max(forward_factor × tokens × per-token bytes, requests × vocab × sampler bytes)``:
+    the forward pass over ``max_num_batched_tokens`` and the sampler pass over
+    ``min(max_num_seqs, max_num_batched_tokens)`` dummy requests do not overlap
+    (docs/vllm-memory.md §2.3).
+    """
+    c = coefficients
+    per_token = _forward_bytes_per_token(model, tensor_parallel_size, act_bytes)
+    forward = max_num_batched_tokens * per_token
+    entries = min(max_num_seqs, max_num_batched_tokens) * model.vocab_size
+    s = c.sampler_bytes[sampler]
+
+    def peak(base: float, k: float, b: float) -> float:
+        return base + max(k * forward, entries * b)
+    basis = (f"{c.activation_base_bytes.value / GiB:.2f} GiB + max({c.forward_factor.value:g} × "
+             f"{max_num_batched_tokens} tokens × {per_token:,.0f} B, "
+             f"{entries:,} vocab entries × {s.value:g} B [{sampler} sampler])")
+    b, k = c.activation_base_bytes, c.forward_factor
+    return Estimate(peak(b.value, k.value, s.value), peak(b.low, k.low, s.low), peak(b.high, k.high, s.high), basis)
 
 
-def cudagraph(model: ModelSpec, layers_on_gpu: int, enforce_eager: bool) -> Estimate:
-    """CUDA-graph pool for the default capture sizes [bytes]; zero with ``enforce_eager``."""
+def non_torch(num_gpus: int, gpu: GPUSpec | None = None, coefficients: Coefficients = COEFFICIENTS) -> Estimate:
+    """CUDA context growth, cuBLAS workspaces and (multi-GPU) NCCL / custom all-reduce buffers [bytes]."""
+    kind = non_torch_class(num_gpus, gpu)
+    s = coefficients.non_torch_bytes[kind]
+    return Estimate(s.value, s.low, s.high, f"{s.value / GiB:.2f} GiB per GPU ({kind.replace('_', ' ')})")
+
+
+def cudagraph(model: ModelSpec, layers_on_gpu: int, enforce_eager: bool, max_num_seqs: int = 256,
+              coefficients: Coefficients = COEFFICIENTS) -> Estimate:
+    """CUDA-graph pool for the default capture sizes [bytes]; zero with ``enforce_eager``.
+
+    Layers × bytes per layer, scaled by the share of the 512-token capture range that
+    ``2 × max_num_seqs`` reaches (vLLM caps capture sizes there; docs/vllm-memory.md §2.5).
+    """
     if enforce_eager:
         return Estimate.exact(0.0, "enforce_eager: no CUDA graphs")
-    per_layer = CUDAGRAPH_PER_LAYER_BYTES["moe" if model.is_moe else "dense"]
-    value = layers_on_gpu * per_layer
-    return Estimate(value, value * CUDAGRAPH_RANGE[0], value * CUDAGRAPH_RANGE[1],
-                    f"{layers_on_gpu} layers × {per_layer / MiB:.0f} MiB")
+    s = coefficients.cudagraph_per_layer_bytes["moe" if model.is_moe else "dense"]
+    share = min(1.0, 2 * max_num_seqs / CUDAGRAPH_FULL_CAPTURE_TOKENS)
+    n = layers_on_gpu * share
+    return Estimate(n * s.value, n * s.low, n * s.high,
+                    f"{layers_on_gpu} layers × {s.value / MiB:.0f} MiB × {share:.2f} of the capture sizes")

@@ -1,0 +1,68 @@
+"""The start-up estimates against terms real vLLM logs printed (corpus case ids in comments)."""
+from __future__ import annotations
+
+import pytest
+
+from calculators.specs.catalog import get_gpu, get_model
+from calculators.specs.hf_config import load_config_file
+from calculators.units import GiB
+from calculators.vllm.overheads import activation_peak, cudagraph, non_torch, non_torch_class, sampler_profile
+from calculators.vllm.versions import parse_vllm_version
+from tests.conftest import HF_CONFIGS
+
+QWEN3_MOE = "Qwen__Qwen3-Coder-30B-A3B-Instruct.json"
+
+
+def _profile(version: str, quantized: bool = False, engine: str = "auto") -> str:
+    return sampler_profile(parse_vllm_version(version, engine), get_model("Qwen/Qwen2.5-7B-Instruct-AWQ"), quantized)
+
+
+def test_sampler_profile_by_release():
+    assert _profile("0.6.6") == "v0_sort"
+    assert _profile("0.7.3", engine="V1") == "logits"  # V1 before the sampler joined the profile run
+    assert _profile("0.10.2") == "v1_sort" and _profile("0.16.0") == "v1_sort"
+    assert _profile("0.17.1") == "logits"
+    assert _profile("0.26.0", quantized=True) == "logits"  # V2 model runner
+
+
+def test_non_torch_class_by_interconnect():
+    assert non_torch_class(1, get_gpu("H100-SXM")) == "one_gpu"
+    assert non_torch_class(2, get_gpu("H100-SXM")) == "nvswitch"
+    assert non_torch_class(2, get_gpu("RTX-PRO-6000")) == "multi_gpu"  # "no NVLink" in its link text
+    assert non_torch_class(8, get_gpu("L40S")) == "multi_gpu"
+    assert non_torch_class(4, None) == "multi_gpu"
+    e = non_torch(8, get_gpu("L40S"))
+    assert e.low <= 0.21 * GiB <= e.high  # V1-07 printed 0.21 GiB at TP 8 on L40S (0.10.2)
+
+
+@pytest.mark.parametrize(("model", "tokens", "seqs", "tp", "version", "printed_gib"), [
+    # V1-14: Qwen3-30B-A3B bf16, H100, 0.10.2 printed "5.58 GiB for peak activation"
+    (QWEN3_MOE, 8192, 1024, 1, "0.10.2", 5.58),
+    # V1-07: Qwen3-235B-A22B FP8 TP 8 on L40S, 0.10.2 printed 1.40 GiB
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", 2048, 256, 8, "0.10.2", 1.40),
+    # V0-09: Phi-4-mini on 0.7.3 V0 printed 1.83 GiB (sampler over 256 × 200,064 vocabulary entries)
+    ("microsoft__Phi-4-mini-instruct.json", 2048, 256, 1, "0.7.3", 1.83),
+    # V0-03: Qwen2.5-1.5B on 0.7.2 V0, 32,768 profiled tokens, printed 2.02 GiB
+    ("Qwen__Qwen2.5-1.5B-Instruct.json", 32768, 256, 1, "0.7.2", 2.02),
+])
+def test_activation_peak_near_printed(model, tokens, seqs, tp, version, printed_gib):
+    m = load_config_file(HF_CONFIGS / model) if model.endswith(".json") else get_model(model)
+    e = activation_peak(m, max_num_batched_tokens=tokens, max_num_seqs=seqs, tensor_parallel_size=tp, act_bytes=2,
+                        sampler=sampler_profile(parse_vllm_version(version), m, False))
+    assert e.low <= printed_gib * GiB <= e.high
+    assert e.value / GiB == pytest.approx(printed_gib, rel=0.25)
+
+
+def test_sampler_pass_by_hand():
+    # 1024 requests × 151,936 vocabulary entries × 36 B = 5,600,722,944 B ≈ 5.22 GiB, + 0.4 GiB base
+    m = load_config_file(HF_CONFIGS / QWEN3_MOE)
+    e = activation_peak(m, max_num_batched_tokens=8192, max_num_seqs=1024, tensor_parallel_size=1, act_bytes=2,
+                        sampler="v1_sort")
+    assert e.value == pytest.approx(1024 * 151_936 * 36 + 0.4 * GiB)
+
+
+def test_cudagraph_scales_with_capture_sizes():
+    m = get_model("Qwen/Qwen2.5-7B-Instruct-AWQ")
+    full = cudagraph(m, 28, False, 256).value
+    assert cudagraph(m, 28, False, 64).value == pytest.approx(full / 4)  # captures up to 2 × 64 = 128 of 512
+    assert cudagraph(m, 28, True, 256).value == 0
