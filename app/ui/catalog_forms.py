@@ -71,24 +71,16 @@ def model_form() -> None:
 
 
 def config_upload() -> None:
-    st.markdown("**…or upload a Hugging Face config.json**")
+    st.markdown("**…or upload a Hugging Face config.json** (also in the sidebar, under the model)")
     up = st.file_uploader("config.json", type=["json"], key="cm_upload", max_upload_size=2)
-    ident = st.text_input("Id for the uploaded model (default: _name_or_path or the file name)", key="cm_upload_id")
     if up is not None:
-        import json
-
-        from calculators.specs.hf_config import model_from_json_text
+        from app.ui.model_picker import model_from_upload
         try:
-            raw = up.getvalue()
-            default = ident.strip() or up.name.removesuffix(".json").replace("__", "/")
-            m = model_from_json_text(raw, default_id=default, **({"id": ident.strip()} if ident.strip() else {}))
-            cfg = json.loads(raw)
-            cfg["_name_or_path"] = m.id
+            m, cfg = model_from_upload(up.name, up.getvalue())
         except InvalidInputError as exc:
             st.error(f"{up.name} is not a usable config.json — {exc}")
         else:
-            if m.id not in state.custom_models():
-                state.custom_models()[m.id] = (m, cfg)
+            state.custom_models().setdefault(m.id, (m, cfg))
             st.success(f"Model {m.id} ({m.attention_type}, {m.num_hidden_layers} layers) is available in this session.")
     for mid in state.custom_models():
         _use_button("model", mid)

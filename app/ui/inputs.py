@@ -70,7 +70,7 @@ def _resolve_ids(params: dict, messages: list[str]) -> None:
             continue
         raw = params[key]
         try:
-            spec = resolve(raw)
+            spec = resolve(raw) if key == "gpu" else _model_from_link(raw)
         except InvalidInputError as exc:
             messages.append(f"{key}={raw!r} ignored: {exc.allowed}; using the default")
             continue
@@ -78,6 +78,21 @@ def _resolve_ids(params: dict, messages: list[str]) -> None:
             ss.setdefault(keys.MODEL_ALIASES, []).append(raw)  # keep the name the user gave, like the CLI
         elif spec.id != raw and spec.id in options():
             ss[key] = spec.id
+
+
+def _model_from_link(name: str):
+    """A link's model: a catalog name, a model this session has, or else a Hugging Face id to fetch."""
+    try:
+        return state.resolve_model(name)
+    except InvalidInputError:
+        from calculators.specs.hf_config import model_from_config
+        from calculators.specs.hf_hub import config_from_hub, is_repo_id
+        if not is_repo_id(name):
+            raise
+        cfg, source = config_from_hub(name)
+        spec = model_from_config(cfg, id=name, source=source)
+        state.custom_models()[spec.id] = (spec, {**cfg, "_name_or_path": spec.id})
+        return spec
 
 
 def _first_run() -> None:
@@ -106,10 +121,10 @@ def sidebar() -> tuple[Scenario, dict]:
     from calculators.specs.catalog import load_gpus
     names = {g.id: g.name for g in load_gpus().values()}
     v: dict = {}
-    v["model"] = sb.selectbox("Model", state.model_options(), key="model",
-                              **_index("model", state.model_options(), Scenario().model), **BIND)
+    from app.ui import model_picker
+    v["model"] = model_picker.render(sb)
     ph["model"] = sb.empty()
-    v["gpu"] = sb.selectbox("GPU", gpus, key="gpu", **_index("gpu", gpus, Scenario().gpu),
+    v["gpu"] = sb.selectbox("GPU", gpus, key="gpu", **index_of("gpu", gpus, Scenario().gpu),
                             help="catalog id (the URL key); the full name is shown below", **BIND)
     sb.caption(names.get(v["gpu"], f"{v['gpu']} (custom GPU, this session)"))
     ph["gpu"] = sb.empty()
@@ -174,7 +189,7 @@ def sidebar() -> tuple[Scenario, dict]:
     return scenario, ph
 
 
-def _index(key: str, options: list[str], value: str) -> dict:
+def index_of(key: str, options: list[str], value: str) -> dict:
     """``index=`` of the default, unless session state already holds the widget's value."""
     if key in st.session_state:
         return {}

@@ -13,6 +13,7 @@ CUSTOM_GPUS = "custom_gpus"               # id -> GPUSpec
 CUSTOM_MODELS = "custom_models"           # id -> (ModelSpec, config dict)
 CALIBRATION = "calibration"               # the calibration in force (perf.Calibration) or None
 CALIBRATION_PARAM = "_calibration_param"  # its compact form, which the permalink carries
+MODEL_PICKER_MESSAGE = "_model_picker_msg"  # (kind, text) of the last add-a-model attempt, shown once
 
 # Measured profiles page
 PROFILE = "measured_profile"              # the imported Profile

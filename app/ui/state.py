@@ -43,11 +43,13 @@ def gpu_options() -> list[str]:
 
 
 def model_options() -> list[str]:
-    """Catalog ids, then names the link used for a catalog model (an alias such as an Instruct variant;
-    kept so that ``vllm serve`` shows the name the user gave, as the CLI does), then custom models."""
-    ids = list(load_models())
-    return ids + [a for a in st.session_state.get(keys.MODEL_ALIASES, []) if a not in ids] + [
-        k for k in custom_models() if k not in load_models()]
+    """Each catalog id followed by the repo names it is served under (its ``org/name`` aliases: the Instruct
+    variant, older names), so that the picker's search finds any of them and ``vllm serve`` shows the name
+    picked, as the CLI does; then other names a link used, then this session's custom models."""
+    names = [n for m in load_models().values() for n in (m.id, *(a for a in m.aliases if "/" in a))]
+    known = set(names)
+    return names + [a for a in st.session_state.get(keys.MODEL_ALIASES, []) if a not in known] + [
+        k for k in custom_models() if k not in known]
 
 
 def served_name(scenario: Scenario, model: ModelSpec) -> str:

@@ -65,8 +65,9 @@ def hub_offline() -> bool:
     return value.upper() in {"1", "ON", "YES", "TRUE"}
 
 
-def model_from_hub(repo_id: str, *, revision: str = "main", **metadata: Any) -> ModelSpec:
-    """Import the model ``repo_id`` from its ``config.json`` on the Hub (or in the local cache)."""
+def config_from_hub(repo_id: str, *, revision: str = "main") -> tuple[dict[str, Any], str]:
+    """``(config, source URL)`` of ``repo_id``: its ``config.json`` on the Hub (or in the local cache), with
+    ``hf_quant_config.json`` folded in where that file holds the real weight format."""
     if not is_repo_id(repo_id):
         raise InvalidInputError("model", repo_id, "a Hugging Face repo id such as google/gemma-3-27b-it")
     path = Path(fetch_file(repo_id, "config.json", revision=revision))
@@ -75,7 +76,13 @@ def model_from_hub(repo_id: str, *, revision: str = "main", **metadata: Any) -> 
         quant = fetch_optional_file(repo_id, "hf_quant_config.json", revision=revision)
         if quant is not None:
             cfg = with_hf_quant_config(cfg, parse_config_json(_read(Path(quant), repo_id), name="hf_quant_config.json"))
-    metadata.setdefault("source", f"{hub_endpoint()}/{repo_id}/blob/{path.parent.name}/config.json")
+    return cfg, f"{hub_endpoint()}/{repo_id}/blob/{path.parent.name}/config.json"
+
+
+def model_from_hub(repo_id: str, *, revision: str = "main", **metadata: Any) -> ModelSpec:
+    """Import the model ``repo_id`` from its ``config.json`` on the Hub (or in the local cache)."""
+    cfg, source = config_from_hub(repo_id, revision=revision)
+    metadata.setdefault("source", source)
     return model_from_config(cfg, id=repo_id, **metadata)
 
 

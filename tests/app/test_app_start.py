@@ -15,7 +15,7 @@ def test_landing_has_three_tasks_and_no_error(make_app):
     at = make_app(START)
     assert not at.exception and not at.error
     assert at.title[0].value == "LLM serving capacity planner"
-    assert [b.label for b in at.button] == ["Plan a fleet", "Build a quote", "Check vLLM flags"]
+    assert [b.label for b in at.main.button] == ["Plan a fleet", "Build a quote", "Check vLLM flags"]
     # the default scenario (Llama-3.1-8B on one H100) fits, and the page says so
     assert any("fits" in c.value and "Llama-3.1-8B" in c.value for c in at.caption)
 
