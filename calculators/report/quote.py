@@ -354,13 +354,18 @@ def quote_pdf(doc: dict) -> bytes:
 QUOTE_FORMATS = {".html": "HTML", ".htm": "HTML", ".pdf": "PDF"}
 
 
-def write_quote(doc: dict, path: str) -> str:
-    """Write the quote to ``path`` as HTML or PDF by its extension; returns the format written."""
+def quote_format(path: str) -> str:
+    """``"HTML"`` or ``"PDF"`` from the file name's extension; any other is refused naming the field."""
     suffix = Path(path).suffix.lower()
     if suffix not in QUOTE_FORMATS:
         raise InvalidInputError("quote", path, "a file name ending in .html or .pdf")
-    if QUOTE_FORMATS[suffix] == "PDF":
+    return QUOTE_FORMATS[suffix]
+
+
+def write_quote(doc: dict, path: str) -> str:
+    """Write the quote to ``path`` as HTML or PDF by its extension; returns the format written."""
+    if quote_format(path) == "PDF":
         Path(path).write_bytes(quote_pdf(doc))
     else:
         Path(path).write_text(quote_html(doc), encoding="utf-8")
-    return QUOTE_FORMATS[suffix]
+    return quote_format(path)

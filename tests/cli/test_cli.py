@@ -110,3 +110,34 @@ def test_json_keys_users_rely_on(args, keys):
     assert p.returncode == 0, p.stderr
     missing = set(keys) - _keys(json.loads(p.stdout))
     assert not missing, missing
+
+
+PLAN = ("plan", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100", "--request-rate", "40",
+        "--input-len", "2000", "--output-len", "300", "--ttft-p99-ms", "1000", "--tpot-p99-ms", "50",
+        "--max-pipeline-parallel-size", "1")
+
+
+def test_plan_writes_the_quote_in_both_formats(tmp_path):
+    for name, start in (("quote.html", b"<!DOCTYPE html>"), ("quote.pdf", b"%PDF")):
+        p = llmcap(*PLAN, "--quote", str(tmp_path / name))
+        assert p.returncode == 0, p.stderr
+        assert (tmp_path / name).read_bytes().startswith(start) and name in p.stderr
+    text = (tmp_path / "quote.html").read_text()
+    assert "vllm serve meta-llama/Llama-3.1-70B-Instruct" in text and "Alternatives" not in text
+    bad = llmcap(*PLAN, "--quote", str(tmp_path / "quote.docx"))
+    assert bad.returncode == 2 and ".html or .pdf" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "quote.docx").exists()
+
+
+def test_plan_conservative_costs_and_max_model_len():
+    est = json.loads(llmcap(*PLAN, "--max-model-len", "16384", "--json").stdout)
+    con = json.loads(llmcap(*PLAN, "--max-model-len", "16384", "--conservative", "--json").stdout)
+    assert est["sizing"] == "estimate" and con["sizing"] == "conservative"
+    best, safe = est["layouts"][0], con["layouts"][0]
+    assert safe["total_gpus"] >= best["total_gpus"]
+    assert "--max-model-len 16384" in best["vllm_serve"] and best["max_model_len"] == 16384
+    assert best["usd_per_month"] == pytest.approx(best["usd_per_hour"] * 730)
+    assert best["usd_per_year"] == pytest.approx(best["usd_per_hour"] * 8760)
+    assert {"usd_per_million_input_tokens", "usd_per_million_output_tokens", "usd_per_million_tokens",
+            "tpot_band_low_s", "tpot_band_high_s", "ttft_p99_band_low_s", "ttft_p99_band_high_s"} <= set(best)
+    assert est["cost_labels"]["usd_per_million_tokens"] == "$/1M tokens (input + output)"
