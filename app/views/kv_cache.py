@@ -20,6 +20,8 @@ def render() -> None:
         st.subheader("Per-GPU memory")
         st.plotly_chart(charts.memory_bar(explain.memory_breakdown(doc), doc["gpu_memory_bytes"] / GiB,
                                           doc["budget_bytes"] / GiB), key="memory_chart")
+        st.caption("Hatched parts are estimates of what vLLM measures at start-up; the whiskers show their "
+                   "range, and the KV cache's whisker the range that follows. Weights are computed.")
         widgets.show_math("Available KV cache", explain.math_available_kv(doc, ctx.gpu))
 
         st.subheader("KV cache per token")

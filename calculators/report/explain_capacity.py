@@ -22,20 +22,27 @@ BREAKDOWN_PARTS = ("weights", "activation", "non-torch", "CUDA graphs", "KV cach
 
 
 def memory_breakdown(doc: dict) -> pd.DataFrame:
-    """Per-GPU memory of every pipeline stage by part [GiB] (tidy: stage, part, gib).
+    """Per-GPU memory of every pipeline stage by part [GiB] (tidy: stage, part, gib, low_gib, high_gib, estimated).
 
     ``headroom = total − weights − activation − non-torch − CUDA graphs − KV`` (negative when the
-    version does not deduct CUDA graphs and the GPU is oversubscribed; shown as 0 then).
+    version does not deduct CUDA graphs and the GPU is oversubscribed; shown as 0 then). The
+    measured-by-vLLM terms carry the range of their estimate (docs/vllm-memory.md §2.3–§2.5), the KV
+    cache the range that follows from them; computed parts have ``low_gib = high_gib = gib``.
     """
     import pandas as pd
     rows = []
     total = doc["gpu_memory_bytes"]
     for st in doc["stages"]:
-        kv = max(0.0, st["available_kv_cache"]["bytes"])
-        parts = {"weights": st["weights_bytes"], "activation": st["activation_peak"]["bytes"],
-                 "non-torch": st["non_torch"]["bytes"], "CUDA graphs": st["cudagraph"]["bytes"], "KV cache": kv}
-        parts["headroom"] = max(0.0, total - sum(parts.values()))
-        rows += [{"stage": f"stage {st['stage']}", "part": p, "gib": v / GiB} for p, v in parts.items()]
+        parts = {"weights": (st["weights_bytes"],) * 3}
+        for name, key in (("activation", "activation_peak"), ("non-torch", "non_torch"),
+                          ("CUDA graphs", "cudagraph"), ("KV cache", "available_kv_cache")):
+            e = st[key]
+            parts[name] = tuple(max(0.0, x) for x in (e["bytes"], e["low_bytes"], e["high_bytes"]))
+        used = sum(v[0] for v in parts.values())
+        parts["headroom"] = (max(0.0, total - used),) * 3
+        rows += [{"stage": f"stage {st['stage']}", "part": p, "gib": v / GiB, "low_gib": lo / GiB,
+                  "high_gib": hi / GiB, "estimated": lo != hi}
+                 for p, (v, lo, hi) in parts.items()]
     return pd.DataFrame(rows)
 
 
