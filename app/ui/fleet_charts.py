@@ -10,6 +10,7 @@ from typing import Any
 import streamlit as st
 
 from app.ui.memo import memoised
+from calculators.planning.costs import COST_LABELS
 
 MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
 
@@ -45,15 +46,53 @@ def _ms(x):
     return None if x is None else x * 1e3
 
 
+def money(x: float | None, digits: int = 2) -> str:
+    """``$1,234.50``, or ``—`` for no price."""
+    return "—" if x is None else f"${x:,.{digits}f}"
+
+
+def layout_name(p) -> str:
+    """A layout's stable name (what the URL keeps): GPU · TP × PP."""
+    return f"{p.gpu} · TP{p.tensor_parallel_size}×PP{p.pipeline_parallel_size}"
+
+
+def layout_caption(p) -> str:
+    """Replicas, GPUs, batch and whether it meets the SLO, in one line."""
+    return (f"{p.replicas} replica(s) × {p.tensor_parallel_size * p.pipeline_parallel_size} GPUs = {p.total_gpus} GPUs,"
+            f" batch (max_num_seqs) {p.batch_size}, max_model_len {p.max_model_len:,}"
+            + ("" if p.meets_slo else f" — {p.message}"))
+
+
+def band_lines(p) -> list[str]:
+    """The chosen layout's TPOT and p99 TTFT as sized, with the 80 % bands of the estimate [ms]."""
+    lines = []
+    for name, value, lo, hi in (("TPOT", p.tpot_s, p.tpot_band_low_s, p.tpot_band_high_s),
+                                ("p99 TTFT", p.ttft_p99_s, p.ttft_p99_band_low_s, p.ttft_p99_band_high_s)):
+        if value is not None and lo is not None and hi is not None:
+            lines.append(f"{name} {value * 1e3:,.1f} ms as sized ({p.sizing}); 80 % band of the estimate "
+                         f"{lo * 1e3:,.1f}–{hi * 1e3:,.1f} ms")
+    return lines
+
+
+def sim_check_frame(check):
+    """Plan and simulator side by side [ms] with the gap."""
+    import pandas as pd
+    return pd.DataFrame([
+        {"figure": "p99 TTFT", "plan [ms]": check.plan_ttft_p99_s * 1e3, "simulator [ms]": check.sim_ttft_p99_s * 1e3,
+         "simulator vs plan": f"{check.ttft_gap:+.0%}"},
+        {"figure": "TPOT (simulator: p99)", "plan [ms]": check.plan_tpot_s * 1e3,
+         "simulator [ms]": check.sim_tpot_p99_s * 1e3, "simulator vs plan": f"{check.tpot_gap:+.0%}"}])
+
+
 def plans_frame(plans):
-    """The ranked layouts that fit, one row each, in display units (ms, $, tokens/s)."""
+    """The ranked layouts that fit, one row each, in display units (ms, $, tokens/s); costs under
+    :data:`calculators.planning.costs.COST_LABELS`."""
     import pandas as pd
     rows = [{"GPU": p.gpu, "TP": p.tensor_parallel_size, "PP": p.pipeline_parallel_size,
              "EP": "yes" if p.expert_parallel else "", "replicas": p.replicas, "GPUs": p.total_gpus, "nodes": p.nodes,
              "batch": p.batch_size, "TTFT p99 [ms]": _ms(p.ttft_p99_s), "TPOT [ms]": _ms(p.tpot_s),
              "tok/s per GPU": p.output_tokens_per_s_per_gpu, "tok/s per user": p.tokens_per_s_per_user,
-             "$/hour": p.usd_per_hour, "$/month": p.usd_per_month, "$/1M input": p.usd_per_million_input_tokens,
-             "$/1M output": p.usd_per_million_output_tokens, "meets SLO": p.meets_slo,
+             **{label: getattr(p, key) for key, label in COST_LABELS.items()}, "meets SLO": p.meets_slo,
              "failure domain [GPUs]": p.failure_domain_gpus, "note": "" if p.meets_slo else p.message}
             for p in plans if p.fits]
     return pd.DataFrame(rows)
@@ -68,7 +107,9 @@ def unfit_frame(plans):
 
 COLUMN_FORMATS = {"TTFT p99 [ms]": "%.0f", "TPOT [ms]": "%.1f", "tok/s per GPU": "%.0f", "tok/s per user": "%.1f",
                   "$/hour": "$%.2f", "$/month": "$%.0f", "$/1M input": "$%.3f", "$/1M output": "$%.3f",
-                  "$/1M tokens": "$%.3f"}
+                  "$/1M tokens": "$%.3f", "plan [ms]": "%.1f", "simulator [ms]": "%.1f",
+                  **{label: ("$%.3f" if "1M" in label else "$%.2f" if "hour" in label else "$%,.0f")
+                     for label in COST_LABELS.values()}}
 
 
 def column_config(frame) -> dict:

@@ -34,3 +34,13 @@ SIM_SWEEP_RESULT = "sim_sweep_result"
 
 # per-session memos of heavy results (app.ui.memo): one key per memo name
 MEMO_PREFIX = "_memo_"
+
+# Fleet planner: its own inputs and the chosen layout, bound to the URL (widget key = URL parameter)
+FLEET_GPUS = "fleet_gpus"
+FLEET_CAP = "fleet_cap"
+FLEET_N_PLUS_ONE = "fleet_n1"
+FLEET_PRICE = "fleet_price"
+FLEET_CONSERVATIVE = "fleet_conservative"
+FLEET_LAYOUT = "fleet_layout"
+#: URL parameters a page reads itself (the scenario reader leaves them alone).
+PAGE_URL_KEYS = (FLEET_GPUS, FLEET_CAP, FLEET_N_PLUS_ONE, FLEET_PRICE, FLEET_CONSERVATIVE, FLEET_LAYOUT)

@@ -42,3 +42,38 @@ def test_compare_page(make_app):
     assert list(frame["GPU"]) == ["H100-SXM", "H200-SXM", "MI300X"]
     assert frame["meets SLO"].all()
     assert len(at.get("plotly_chart")) == 1
+
+
+FLEET = {"fleet_cap": "0.7", "fleet_n1": "true", "fleet_price": "2.5", "fleet_conservative": "true"}
+
+
+def test_fleet_inputs_and_chosen_layout_come_back_from_the_link(make_app):
+    at = make_app(**ISSUE, **FLEET, fleet_gpus=["H100-SXM", "H200-SXM"], fleet_layout="H200-SXM · TP8×PP1")
+    at.switch_page("views/fleet.py").run(timeout=120)
+    assert not at.exception
+    assert at.multiselect(key="fleet_gpus").value == ["H100-SXM", "H200-SXM"]
+    assert at.slider(key="fleet_cap").value == 0.7 and at.checkbox(key="fleet_n1").value
+    assert at.number_input(key="fleet_price").value == 2.5 and at.checkbox(key="fleet_conservative").value
+    assert at.selectbox(key="fleet_layout").value == "H200-SXM · TP8×PP1"
+    assert not any("ignored" in w.value for w in at.sidebar.warning)  # the scenario reader leaves them alone
+    link = next(c.value for c in at.caption if c.value.startswith("Quote permalink"))
+    for part in ("fleet_gpus=H100-SXM&fleet_gpus=H200-SXM", "fleet_cap=0.7", "fleet_n1=true", "fleet_price=2.5",
+                 "fleet_conservative=true", "fleet_layout=H200-SXM+%C2%B7+TP8%C3%97PP1", "rate=40"):
+        assert part in link
+    assert any("Conservative sizing" in c.value for c in at.caption)
+
+
+def test_chosen_layout_costs_bands_and_simulator(make_app):
+    at = make_app(**ISSUE)
+    at.switch_page("views/fleet.py").run(timeout=120)
+    assert not at.exception
+    shown = helpers.metrics(at)
+    for label in ("$/hour", "$/month (730 h)", "$/year (8,760 h)", "$/1M input tokens", "$/1M output tokens",
+                  "$/1M tokens (input + output)"):
+        assert shown[label].startswith("$"), label
+    assert any("80 % band of the estimate" in m.value for m in at.markdown)
+    frame = next(d.value for d in at.dataframe if "simulator [ms]" in d.value.columns)
+    assert list(frame["figure"]) == ["p99 TTFT", "TPOT (simulator: p99)"]
+    assert (frame[["plan [ms]", "simulator [ms]"]] > 0).all().all()
+    assert any("simulator" in x.value for x in [*at.success, *at.warning])  # agrees, or which to trust
+    assert at.checkbox(key="quote_alternatives").value is False
