@@ -100,7 +100,7 @@ def _first_run() -> None:
     ss = st.session_state
     if keys.URL_MESSAGES in ss:
         return
-    params = st.query_params.to_dict()
+    params = {k: v for k, v in st.query_params.to_dict().items() if k not in keys.PAGE_URL_KEYS}  # pages read theirs
     messages: list[str] = []
     _read_custom_specs(params, messages)
     scenario, msgs = scenario_from_query(params)
