@@ -22,6 +22,7 @@ def test_fleet_quote_downloads(page, server_url):
     text = Path(info.value.path()).read_text()
     assert "vllm serve meta-llama/Llama-3.1-70B-Instruct --" in text and "--max-num-seqs" in text
     assert "v=1&amp;model=meta-llama%2FLlama-3.1-70B-Instruct" in text and "rate=40" in text
+    assert "fleet_layout=" in text and "Alternatives considered" not in text  # chosen layout alone, restorable
     with page.expect_download(timeout=60_000) as info:
         page.get_by_role("button", name="Download quote (PDF)").click()
     assert Path(info.value.path()).read_bytes().startswith(b"%PDF")
