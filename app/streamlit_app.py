@@ -7,6 +7,7 @@ import streamlit as st
 
 from app.ui import inputs, keys, state
 from app.ui.compat import guard_integer_inputs_from_non_finite_urls
+from calculators.scenario import QUERY_KEYS
 from calculators.specs.catalog import CatalogError
 
 guard_integer_inputs_from_non_finite_urls()
@@ -24,9 +25,10 @@ inputs.show_input_error(ctx, placeholders)
 inputs.show_permalink(ctx)
 
 HERE = Path(__file__).resolve().parent
+OVERVIEW = st.Page(HERE / "views" / "overview.py", title="Overview", icon=":material/dashboard:", url_path="overview")
 page = st.navigation([
     st.Page(HERE / "views" / "start.py", title="Start", icon=":material/home:", default=True),
-    st.Page(HERE / "views" / "overview.py", title="Overview", icon=":material/dashboard:", url_path="overview"),
+    OVERVIEW,
     st.Page(HERE / "views" / "kv_cache.py", title="KV cache & concurrency", icon=":material/stacked_bar_chart:",
             url_path="kv_cache"),
     st.Page(HERE / "views" / "roofline.py", title="Roofline & batch size", icon=":material/show_chart:",
@@ -40,6 +42,9 @@ page = st.navigation([
     st.Page(HERE / "views" / "accuracy.py", title="Model accuracy", icon=":material/fact_check:", url_path="accuracy"),
     st.Page(HERE / "views" / "catalog.py", title="Catalog", icon=":material/list:", url_path="catalog"),
 ])
+if st.session_state.pop(keys.OPENED_WITH_SCENARIO, False) and page.url_path == "":
+    # a shared link to the start page (older permalinks pointed there) opens on its numbers
+    st.switch_page(OVERVIEW, query_params={k: v for k, v in st.query_params.to_dict().items() if k not in QUERY_KEYS})
 from app.ui.errors import run_page  # noqa: E402
 
 run_page(page)

@@ -56,7 +56,7 @@ class Scenario(BaseModel):
     enforce_eager: bool = False
     vllm_version: str = DEFAULT_VLLM_VERSION
     kv_cache_memory_gib: float | None = Field(default=None, gt=0)
-    mean_len: float | None = Field(default=2048, gt=0)
+    mean_len: float | None = Field(default=None, gt=0)
     p95_len: float | None = Field(default=None, gt=0)
     input_len: float = Field(default=2000, gt=0, le=10_000_000)
     output_len: float = Field(default=300, gt=0, le=10_000_000)
@@ -76,6 +76,12 @@ class Scenario(BaseModel):
                 "max_num_seqs": self.max_num_seqs, "block_size": self.block_size,
                 "enforce_eager": self.enforce_eager, "vllm_version": self.vllm_version,
                 "kv_cache_memory_bytes": None if kv is None else int(kv * GiB)}
+
+    @property
+    def length_mix_mean(self) -> float:
+        """Mean tokens per sequence (prompt + output) of the length mix the ``max_num_seqs`` advice uses:
+        ``mean_len`` where given, else the workload's ``input_len + output_len`` — one mix for every figure."""
+        return self.mean_len if self.mean_len is not None else self.input_len + self.output_len
 
     def workload(self):
         """The sidebar's traffic and targets as a :class:`calculators.planning.fleet.Workload` (ms → s)."""
@@ -100,8 +106,7 @@ class Scenario(BaseModel):
                 args += [flag, str(kw[key])]
         if self.enforce_eager:
             args.append("--enforce-eager")
-        if self.mean_len is not None:
-            args += ["--seq-len-mean", repr(float(self.mean_len))]
+        args += ["--seq-len-mean", repr(float(self.length_mix_mean))]
         if self.p95_len is not None:
             args += ["--seq-len-p95", repr(float(self.p95_len))]
         return args

@@ -17,6 +17,7 @@ from calculators.scenario import (
     FIELD_TO_KEY,
     KV_DTYPE_CHOICES,
     QUANT_CHOICES,
+    QUERY_KEYS,
     VLLM_RELEASES,
     Scenario,
     decode_config,
@@ -109,6 +110,7 @@ def _first_run() -> None:
         _read_calibration(scenario.calibration, messages)
     _resolve_ids(params, messages)
     ss[keys.URL_MESSAGES] = messages
+    ss[keys.OPENED_WITH_SCENARIO] = any(k in QUERY_KEYS for k in params)
 
 
 def sidebar() -> tuple[Scenario, dict]:
@@ -141,8 +143,9 @@ def sidebar() -> tuple[Scenario, dict]:
     v["vllm_version"] = sb.selectbox("vLLM version", VLLM_RELEASES, index=len(VLLM_RELEASES) - 1, key="vllm", **BIND)
     ph["vllm_version"] = sb.empty()
     c3, c4 = sb.columns(2)
-    v["mean_len"] = c3.number_input("mean_len [tokens]", 0.0, 10_000_000.0, 2048.0, 256.0, format="%g",
-                                    key="mean_len", help="typical prompt + output tokens; 0 = no advice", **BIND)
+    v["mean_len"] = c3.number_input("mean_len [tokens]", 0.0, 10_000_000.0, 0.0, 256.0, format="%g",
+                                    key="mean_len", help="typical prompt + output tokens per sequence; 0 = the "
+                                                         "workload's input_len + output_len", **BIND)
     v["p95_len"] = c4.number_input("p95_len [tokens]", 0.0, 10_000_000.0, 0.0, 256.0, format="%g", key="p95_len",
                                    help="95th percentile of prompt + output; 0 = all requests at the mean", **BIND)
     ph["mean_len"] = ph["p95_len"] = sb.empty()

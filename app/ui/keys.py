@@ -8,6 +8,7 @@ from __future__ import annotations
 # the scenario (sidebar) and what was computed from it
 COMPUTED = "_computed"                    # state.Computed of this rerun, read by every view
 URL_MESSAGES = "_url_messages"            # messages about the link, read once per session
+OPENED_WITH_SCENARIO = "_opened_with_scenario"  # the session's first URL held a scenario (a shared link)
 MODEL_ALIASES = "_model_aliases"          # model names from links, kept as the user typed them
 CUSTOM_GPUS = "custom_gpus"               # id -> GPUSpec
 CUSTOM_MODELS = "custom_models"           # id -> (ModelSpec, config dict)

@@ -47,12 +47,14 @@ def summary(ctx: Computed, r: Roofline, *, input_len: int | None = None, output_
     i, o = lengths(ctx)
     i, o = input_len or i, output_len or o
     ttft, tpot = targets_s(ctx)
-    key = (ctx.scenario, ctx.model, ctx.gpu, r.efficiencies, r.max_num_batched_tokens, i, o, threshold)
+    advice = (ctx.doc or {}).get("max_num_seqs_advice")
+    kv = advice["recommended_max_num_seqs"] if advice and (i, o) == lengths(ctx) else None
+    key = (ctx.scenario, ctx.model, ctx.gpu, r.efficiencies, r.max_num_batched_tokens, i, o, threshold, kv)
 
     def compute() -> dict | InvalidInputError:
         try:
             return explain_perf.performance_summary(r, ctx.result, input_len=i, output_len=o, ttft_target_s=ttft,
-                                                    tpot_target_s=tpot, threshold=threshold)
+                                                    tpot_target_s=tpot, threshold=threshold, kv_max_num_seqs=kv)
         except InvalidInputError as exc:
             return exc
     return memoised("perf", key, compute)

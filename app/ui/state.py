@@ -98,7 +98,7 @@ def _capacity(scenario: Scenario, model: ModelSpec, gpu: GPUSpec,
     try:
         result = vllm_capacity(model, gpu=gpu, **scenario.capacity_kwargs())
         try:
-            doc = capacity_document(model, result, mean_len=scenario.mean_len, p95_len=scenario.p95_len,
+            doc = capacity_document(model, result, mean_len=scenario.length_mix_mean, p95_len=scenario.p95_len,
                                     served_name=served)
         except InvalidInputError as exc:  # only the length mix is wrong: show the rest without advice
             if exc.field not in ("mean_len", "p95_len"):
@@ -120,7 +120,7 @@ def compute_detached(scenario: Scenario, model: ModelSpec, gpu: GPUSpec) -> dict
     from calculators.vllm.capacity import vllm_capacity
     try:
         result = vllm_capacity(model, gpu=gpu, **scenario.capacity_kwargs())
-        return capacity_document(model, result, mean_len=scenario.mean_len, p95_len=scenario.p95_len,
+        return capacity_document(model, result, mean_len=scenario.length_mix_mean, p95_len=scenario.p95_len,
                                  served_name=served_name(scenario, model))
     except InvalidInputError as exc:
         return exc

@@ -6,35 +6,61 @@ import streamlit as st
 from app.ui import state, widgets
 from calculators.report import explain_capacity as explain
 from calculators.units import GiB
+from calculators.vllm.advice import vllm_serve_command
 from calculators.vllm.concurrency import concurrency
 
 
-def _throughput_latency(ctx) -> None:
-    """Throughput & latency at the scenario's lengths and the suggested batch (``llmcap perf``)."""
+def _summary(ctx):
+    """The performance summary (knee, recommendation, figures at it) and the model's source, or a message."""
     from app.ui import perf, perf_state
-    st.subheader("Throughput & latency")
     if not ctx.doc["fits"]:
-        st.info("Throughput and latency need a configuration that fits (see above).")
-        return
+        return None, "Throughput, latency and a max_num_seqs recommendation need a configuration that fits."
     r, source = perf.performance_model(ctx)
     if r is None:
-        return
+        return None, "No performance model for this GPU."
     summ = perf_state.summary(ctx, r)
     if not isinstance(summ, dict) or summ["perf"] is None:
-        st.info(str(summ) if not isinstance(summ, dict) else summ["knee"]["message"])
+        return None, str(summ) if not isinstance(summ, dict) else summ["knee"]["message"]
+    return {**summ, "source": source}, None
+
+
+def _recommendation(ctx, summ: dict | None, note: str | None) -> None:
+    """The one max_num_seqs to set, its reason, and the other figures as what they are."""
+    st.subheader("max_num_seqs to set")
+    advice = ctx.doc.get("max_num_seqs_advice")
+    if summ is None:
+        st.info(note)
         return
-    p, knee = summ["perf"], summ["knee"]
+    rec, knee = summ["recommendation"], summ["knee"]
+    c = st.columns([1, 3])
+    c[0].metric("Recommended max_num_seqs", f"{rec['max_num_seqs']:,}")
+    c[1].markdown(f"**Why:** {rec['reason']}.")
+    parts = []
+    if advice:
+        parts.append(f"the KV cache holds {advice['concurrency_at_mean']:,} sequences of the mean length "
+                     f"({advice['mean_len']:,.0f} tokens)"
+                     + (f" and {advice['concurrency_at_p95']:,} at p95 ({advice['p95_len']:,.0f})"
+                        if advice["p95_len"] else ""))
+    if knee["slo_batch_size"] is not None:
+        parts.append(f"up to {knee['slo_batch_size']:,} in flight meet the p99 latency targets")
+    if knee["knee_batch_size"]:
+        parts.append(f"throughput flattens above {knee['knee_batch_size']:,} (the knee)")
+    st.caption("For reference: " + "; ".join(parts) + ". The serve line below uses the recommendation.")
+
+
+def _throughput_latency(summ: dict) -> None:
+    """Throughput & latency with the recommended number of requests in flight (``llmcap perf``)."""
+    st.subheader("Throughput & latency")
+    p = summ["perf"]
     c = st.columns(5)
     c[0].metric("Output tokens/s per replica", f"{p['output_tokens_per_s']:,.0f}")
     c[1].metric("Output tokens/s per GPU", f"{p['output_tokens_per_s_per_gpu']:,.0f}")
     c[2].metric("TTFT (no queue) [ms]", f"{p['ttft_s'] * 1e3:,.1f}")
     c[3].metric("TPOT [ms]", f"{p['tpot_s'] * 1e3:,.2f}")
     c[4].metric("End-to-end [s]", f"{p['e2e_latency_s']:,.2f}")
-    which = "the knee" if p["batch_size"] == knee["knee_batch_size"] else "the largest batch meeting the SLO"
-    st.caption(f"At batch {p['batch_size']:,} ({which}; KV limit {summ['limit']:,}), {p['input_len']:,} tokens in "
-               f"/ {p['output_len']:,} out, {p['bound']}-bound "
-               f"decode · {source}. {knee['message'][:1].upper() + knee['message'][1:]}. Details: Roofline & "
-               "batch size, Latency budget.")
+    st.caption(f"With {p['batch_size']:,} requests in flight (the recommended max_num_seqs, fully used), "
+               f"{p['input_len']:,} tokens in / {p['output_len']:,} out, {p['bound']}-bound decode · "
+               f"{summ['source']}. Details: Roofline & batch size, Latency budget.")
 
 
 def render() -> None:
@@ -55,28 +81,28 @@ def render() -> None:
         c = st.columns(3)
         c[0].metric("KV cache per token per GPU [bytes]", f"{doc['kv_cache_bytes_per_token']:,}")
         if typical:
-            c[1].metric(f"Concurrency at typical length {typical:,.0f}",
-                        f"{float(concurrency(model, ctx.result, typical)):,.2f}x")
-            c[2].metric("Suggested max_num_seqs", f"{advice['recommended_max_num_seqs']:,}",
-                        help=f"pool holds {advice['concurrency_at_mean']:,} sequences of mean length, "
-                             f"{advice['concurrency_at_p95']:,} at p95")
-        else:
-            c[1].metric("Concurrency at typical length", "—", help="set mean_len in the sidebar")
-            c[2].metric("Suggested max_num_seqs", "—", help="set mean_len in the sidebar (and fit the scenario)")
+            c[1].metric(f"Concurrency at the mean length {typical:,.0f} [tokens]",
+                        f"{float(concurrency(model, ctx.result, typical)):,.2f}x",
+                        help="sequences of the workload's mean prompt + output the KV cache holds at once")
         widgets.show_math("GPU KV cache size and blocks", explain.math_blocks_and_tokens(doc))
         widgets.show_math("Max concurrency", explain.math_concurrency(doc))
         widgets.show_math("Available KV cache", explain.math_available_kv(doc, ctx.gpu))
         widgets.show_math("KV cache per token", explain.math_kv_bytes_per_token(model, doc))
-        widgets.show_math("Suggested max_num_seqs and typical concurrency", explain.math_advice(doc))
+        widgets.show_math("What the KV cache holds at the mean length", explain.math_advice(doc))
 
-        _throughput_latency(ctx)
+        summ, note = _summary(ctx)
+        _recommendation(ctx, summ, note)
+        if summ is not None:
+            _throughput_latency(summ)
 
         st.subheader("Per-GPU memory (binding stage)")
         widgets.memory_markdown(explain.memory_rows(doc))
         widgets.show_math("Budget", explain.math_budget(doc))
 
         st.subheader("vllm serve")
-        st.text(doc["vllm_serve"])  # not st.code: its highlighter chunk holds the first paint ~1 s (cold start)
+        serve = doc["vllm_serve"] if summ is None else vllm_serve_command(
+            state.served_name(ctx.scenario, model), ctx.result, summ["recommendation"]["max_num_seqs"])
+        st.text(serve)  # not st.code: its highlighter chunk holds the first paint ~1 s (cold start)
         st.subheader("What vLLM prints at start-up (predicted)")
         st.text("\n".join(doc["vllm_lines"]))
         for note in doc["notes"]:

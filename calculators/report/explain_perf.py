@@ -20,6 +20,7 @@ from calculators.perf.serving import serving_metrics
 from calculators.planning.fleet import UTILISATION_CAP
 from calculators.planning.queueing import batched_server_wait
 from calculators.report.perf import knee_document, perf_document
+from calculators.vllm.advice import recommend_max_num_seqs
 from calculators.vllm.capacity import CapacityResult
 from calculators.vllm.concurrency import batch_limit
 
@@ -39,12 +40,14 @@ def _ms(x: float) -> str:
 
 def performance_summary(r: Roofline, result: CapacityResult, *, input_len: int, output_len: int,
                         ttft_target_s: float | None, tpot_target_s: float | None,
-                        threshold: float = KNEE_THRESHOLD) -> dict:
-    """The knee document (``llmcap knee --max-batch <KV limit> --json``) and the perf document at
-    the suggested batch (``llmcap perf --batch-size <batch> --json``), for the scenario's KV limit.
+                        threshold: float = KNEE_THRESHOLD, kv_max_num_seqs: int | None = None) -> dict:
+    """The knee document (``llmcap knee --max-batch <KV limit> --json``), the one ``max_num_seqs``
+    recommendation (:func:`calculators.vllm.advice.recommend_max_num_seqs`) and the perf document with
+    that many requests in flight (``llmcap perf --concurrency <n> --json``), for the scenario's KV limit.
 
-    The suggested batch is the largest batch meeting the SLO when it is below the knee, else the knee.
-    Returns ``{"limit", "knee", "perf" (None when nothing fits), "batch", "crossover"}``.
+    ``kv_max_num_seqs`` is what the KV pool holds at the scenario's length mix (the capacity advice);
+    without it, the pool's limit at ``input_len + output_len``. Returns ``{"limit", "knee",
+    "recommendation", "perf" (None when nothing fits), "batch", "crossover"}``.
     """
     limit = batch_limit(r.model, result, input_len + output_len)
     if limit < 1:
@@ -53,17 +56,21 @@ def performance_summary(r: Roofline, result: CapacityResult, *, input_len: int, 
                 "message": f"not even one sequence of {input_len + output_len:,} tokens fits in the KV cache"
                            + (f" (max_model_len {result.settings.max_model_len:,})"
                               if input_len + output_len > result.settings.max_model_len else "")}
-        return {"limit": limit, "knee": knee, "perf": None, "batch": None, "crossover": None}
+        return {"limit": limit, "knee": knee, "recommendation": None, "perf": None, "batch": None,
+                "crossover": None}
     knee = knee_document(r, input_len=input_len, output_len=output_len, ttft_target_s=ttft_target_s,
                          tpot_target_s=tpot_target_s, threshold=threshold, max_batch=limit)
     knee["kv_batch_limit"] = limit
-    k, slo = knee["knee_batch_size"], knee["slo_batch_size"]
-    batch = int(slo if slo is not None and slo < k else k)
+    rec = recommend_max_num_seqs(min(kv_max_num_seqs or limit, limit), knee["slo_batch_size"],
+                                 knee["knee_batch_size"],
+                                 has_targets=ttft_target_s is not None or tpot_target_s is not None)
+    batch = int(rec["max_num_seqs"])
     perf = perf_document(r, concurrency=batch, input_len=input_len, output_len=output_len)
     perf["kv_batch_limit"] = limit
     if batch <= limit:
         perf.pop("warning", None)
-    return {"limit": limit, "knee": knee, "perf": perf, "batch": batch, "crossover": perf["crossover_batch_size"]}
+    return {"limit": limit, "knee": knee, "recommendation": rec, "perf": perf, "batch": batch,
+            "crossover": perf["crossover_batch_size"]}
 
 
 def context_options(default: int, maximum: int, minimum: int = 16) -> list[int]:

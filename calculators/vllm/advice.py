@@ -59,6 +59,33 @@ def max_num_seqs_advice(model: ModelSpec, result: CapacityResult, *, mean_len: f
             "no_preemption_max_num_seqs": max(at_p95, 0)}
 
 
+def recommend_max_num_seqs(kv_max_num_seqs: int, slo_batch: int | None, knee_batch: int | None, *,
+                           has_targets: bool) -> dict:
+    """The one ``max_num_seqs`` to set, and why, from one length mix.
+
+    ``kv_max_num_seqs``: what the KV pool holds at the mix (:func:`max_num_seqs_advice`'s
+    ``recommended_max_num_seqs``, a multiple of 8) — more would only queue in vLLM or preempt.
+    ``slo_batch``: the largest batch whose TPOT and TTFT meet the p99 targets (``None``: no batch does,
+    or no targets, see ``has_targets``). The answer is the smaller of the two; the throughput knee
+    ``knee_batch`` is reported, not imposed: above it a larger batch adds little throughput but the
+    headroom lets bursts drain. Returns ``max_num_seqs``, ``binding`` (``"kv_cache"``, ``"slo"`` or
+    ``"slo_unmet"``) and ``reason``, a sentence.
+    """
+    kv = max(1, int(kv_max_num_seqs))
+    knee = f"; throughput flattens above batch {knee_batch:,} (the knee)" if knee_batch else ""
+    if has_targets and slo_batch is None:
+        return {"max_num_seqs": kv, "binding": "slo_unmet",
+                "reason": f"no batch meets the latency targets on this configuration, so this is only the {kv:,} "
+                          f"sequences the KV cache holds{knee} — see the Fleet planner for a layout that does"}
+    if slo_batch is not None and slo_batch < kv:
+        return {"max_num_seqs": int(slo_batch), "binding": "slo",
+                "reason": f"the largest batch that meets the p99 latency targets (the KV cache would hold "
+                          f"{kv:,}){knee}"}
+    return {"max_num_seqs": kv, "binding": "kv_cache",
+            "reason": "what the KV cache holds at this length mix, rounded down to a multiple of 8"
+                      + (" (the latency targets allow more)" if slo_batch is not None else "") + knee}
+
+
 def vllm_serve_command(model_id: str, result: CapacityResult, max_num_seqs: int | None = None) -> str:
     """The ``vllm serve`` line for these settings (flags only where they differ from defaults)."""
     s = result.settings

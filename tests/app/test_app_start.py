@@ -22,12 +22,13 @@ def test_landing_has_three_tasks_and_no_error(make_app):
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
 def test_each_task_opens_its_page_with_the_example(make_app, example):
-    at = make_app(START, rate="3")
+    at = make_app(START)
+    at.number_input(key="rate").set_value(3.0).run()  # a value of the user's that the example replaces
     at.button(key=f"start_{example.name}").click().run(timeout=120)
     assert not at.exception
     s = example.scenario
     assert at.selectbox(key="model").value == s.model and at.selectbox(key="gpu").value == s.gpu
-    assert at.number_input(key="rate").value == s.request_rate_per_s  # the 3 of the link is replaced
+    assert at.number_input(key="rate").value == s.request_rate_per_s
     assert at.number_input(key="tp").value == s.tensor_parallel_size
     title = {"views/fleet.py": "Fleet planner", "views/kv_cache.py": "KV cache & concurrency"}[example.page]
     assert at.title[0].value == title
@@ -41,3 +42,12 @@ def test_examples_name_catalog_specs_and_fit():
         s = e.scenario
         assert s.model in load_models() and s.gpu in load_gpus()
         assert vllm_capacity(load_models()[s.model], gpu=load_gpus()[s.gpu], **s.capacity_kwargs()).fits
+
+
+def test_a_shared_link_to_the_start_page_opens_on_its_numbers(make_app):
+    at = make_app(START, model="Qwen/Qwen3-8B", tp="2")
+    assert not at.exception
+    assert at.title[0].value == "Overview"
+    assert at.selectbox(key="model").value == "Qwen/Qwen3-8B" and at.number_input(key="tp").value == 2
+    # only the session's first open is redirected: the Start page stays reachable
+    assert "_opened_with_scenario" not in at.session_state

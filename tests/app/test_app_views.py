@@ -21,9 +21,12 @@ def test_overview_deep_link_numbers(make_app):
     m = metrics(at)
     # 2 (K,V) × (8 KV heads / TP 4) × head_dim 128 × 2 B × 80 layers = 81,920 B per token per GPU
     assert m["KV cache per token per GPU [bytes]"] == f"{2 * (8 // 4) * 128 * 2 * 80:,}"
-    assert "GPU KV cache size [tokens]" in m and "Suggested max_num_seqs" in m
+    assert "GPU KV cache size [tokens]" in m and "Recommended max_num_seqs" in m
+    assert "Suggested max_num_seqs" not in m  # one recommendation, not three candidates
     assert at.success and at.success[0].value.startswith("fits")
-    assert any("vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 4" in t.value for t in at.text)
+    serve = next(t.value for t in at.text if t.value.startswith("vllm serve"))
+    assert serve.startswith("vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 4")
+    assert f"--max-num-seqs {m['Recommended max_num_seqs'].replace(',', '')} " in serve  # the line uses it
     assert len([e for e in at.expander if e.label.startswith("Show the math")]) >= 5
 
 
@@ -183,7 +186,7 @@ def test_bad_length_mix_warns_and_keeps_the_rest(make_app):
     assert not at.exception
     assert any("p95_len" in w.value for w in at.sidebar.warning)
     m = metrics(at)
-    assert m["KV cache per token per GPU [bytes]"] == "81,920" and m["Suggested max_num_seqs"] == "—"
+    assert m["KV cache per token per GPU [bytes]"] == "81,920" and "Recommended max_num_seqs" in m
 
 
 def test_accuracy_page_shows_the_scoreboard(make_app):
