@@ -59,9 +59,12 @@ def test_the_installed_app_renders(installed, tmp_path):
         from streamlit.testing.v1 import AppTest
         at = AppTest.from_file(str(files("app") / "streamlit_app.py"), default_timeout=60).run()
         assert not at.exception, at.exception
+        print(at.title[0].value)
+        at.switch_page("views/overview.py").run()  # the page files ship beside the entry point
+        assert not at.exception and not at.error, at.exception
         print(at.title[0].value, len(at.metric))
         assert (files("app") / ".streamlit" / "config.toml").is_file()
     """)
     p = _run(installed, "python", "-c", script, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith("Overview")
+    assert p.stdout.splitlines()[0] == "LLM serving capacity planner" and p.stdout.splitlines()[1].startswith("Overview")

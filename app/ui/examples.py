@@ -8,10 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from calculators.scenario import FIELD_TO_KEY, QUERY_KEYS, Scenario
+from calculators.scenario import Scenario
 
-_EMPTY = {"opt_int": 0, "opt_float": 0.0}  # the sidebar's "vLLM's default" / "no target"
-_CAST = {"int": int, "opt_int": int, "float": float, "opt_float": float}  # number_input wants one type
 _FLAGS = ("gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype")
 
 
@@ -32,19 +30,9 @@ class Example:
 
     @property
     def widget_values(self) -> dict[str, Any]:
-        """The sidebar's widget values (keyed by their URL keys) for the whole example scenario."""
-        s = self.scenario
-        out: dict[str, Any] = {}
-        for name, key in FIELD_TO_KEY.items():
-            kind = QUERY_KEYS[key][1]
-            if kind == "opt_str":
-                continue  # the calibration is not a widget
-            value = getattr(s, name)
-            if value is None:
-                out[key] = _EMPTY[kind]
-            else:
-                out[key] = _CAST.get(kind, lambda v: v)(value)
-        return out
+        """The sidebar's widget values for the whole example scenario (every field, defaults included)."""
+        from app.ui.inputs import widget_values
+        return widget_values(self.scenario.model_dump())
 
     @property
     def summary(self) -> str:

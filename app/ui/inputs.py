@@ -81,6 +81,22 @@ def _resolve_ids(params: dict, messages: list[str]) -> None:
             ss[key] = spec.id
 
 
+_EMPTY = {"opt_int": 0, "opt_float": 0.0}  # what the sidebar shows for "vLLM's default" / "no target"
+_CAST = {"int": int, "opt_int": int, "float": float, "opt_float": float}  # number_input wants one type
+
+
+def widget_values(fields: dict) -> dict:
+    """The sidebar's widget values (keyed by their URL keys) for scenario ``fields`` (vLLM's names); set
+    them from a button's callback, before the widgets are drawn."""
+    out = {}
+    for name, value in fields.items():
+        key = FIELD_TO_KEY[name]
+        kind = QUERY_KEYS[key][1]
+        if kind != "opt_str":  # the calibration is not a widget
+            out[key] = _EMPTY[kind] if value is None else _CAST.get(kind, lambda v: v)(value)
+    return out
+
+
 def _model_from_link(name: str):
     """A link's model: a catalog name, a model this session has, or else a Hugging Face id to fetch."""
     try:
@@ -140,7 +156,9 @@ def sidebar() -> tuple[Scenario, dict]:
     v["max_model_len"] = sb.number_input("max_model_len [tokens]", 0, 10_000_000, 0, 1024, key="max_len",
                                          help=f"{_AUTO} (the model's max_position_embeddings)", **BIND)
     ph["max_model_len"] = sb.empty()
-    v["vllm_version"] = sb.selectbox("vLLM version", VLLM_RELEASES, index=len(VLLM_RELEASES) - 1, key="vllm", **BIND)
+    v["vllm_version"] = sb.selectbox("vLLM version", VLLM_RELEASES, index=len(VLLM_RELEASES) - 1, key="vllm",
+                                     accept_new_options=True, help="pick a release or type another (0.6.0 to 0.x)",
+                                     **BIND)
     ph["vllm_version"] = sb.empty()
     c3, c4 = sb.columns(2)
     v["mean_len"] = c3.number_input("mean_len [tokens]", 0.0, 10_000_000.0, 0.0, 256.0, format="%g",

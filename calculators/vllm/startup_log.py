@@ -11,8 +11,10 @@ import ast
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from calculators.errors import InvalidInputError
+from calculators.units import GiB
 
 MAX_LOG_CHARS = 2_000_000
 _NUM = r"(-?[\d,]*\.?\d+)"
@@ -301,3 +303,79 @@ def comparison_rows(log: VllmLog, doc: dict) -> list[dict]:
         rows.append({"quantity": name, "log": float(seen), "predicted": float(predicted), "difference": float(diff),
                      "difference_pct": float(100 * diff / seen) if seen else None})
     return rows
+
+
+MISMATCH_TOLERANCE = 0.05
+"""Weights or total GPU memory further apart than this (a fraction) mean the log is of another setup."""
+
+
+@dataclass(frozen=True)
+class LogMismatch:
+    """One way a start-up log disagrees with the scenario it is checked against.
+
+    ``field``: the scenario field concerned (``model``, ``gpu``, or a vLLM flag); ``log_value`` and
+    ``scenario_value`` as the user knows them; ``suggestion``: what to switch the scenario to (a model
+    name, a catalog GPU id or the log's flag value), ``None`` where the log does not say."""
+
+    field: str
+    message: str
+    log_value: Any
+    scenario_value: Any
+    suggestion: Any = None
+
+
+def _relative_gap(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(b), 1e-12)
+
+
+def gpus_with_memory(total_gpu_memory_gib: float, gpus: dict[str, Any]) -> list[str]:
+    """Catalog GPU ids whose memory is within 2 % of ``total_gpu_memory_gib`` (what torch reported)."""
+    return [g.id for g in gpus.values() if _relative_gap(g.memory_gib, total_gpu_memory_gib) <= 0.02]
+
+
+def _model_mismatch(log: VllmLog, model_ids: tuple[str, ...]) -> list[LogMismatch]:
+    name = log.settings.get("model")
+    known = {m.lower() for m in model_ids} | {m.split("/")[-1].lower() for m in model_ids}
+    if not name or str(name).lower() in known or str(name).split("/")[-1].lower() in known:
+        return []
+    return [LogMismatch("model", f"this log is of {name}, not {model_ids[0]}", name, model_ids[0], name)]
+
+
+def _weights_mismatch(log: VllmLog, doc: dict) -> list[LogMismatch]:
+    predicted = doc["weights_bytes"] / GiB
+    seen = log.weights_gib
+    if not seen or _relative_gap(predicted, seen) <= MISMATCH_TOLERANCE:
+        return []
+    return [LogMismatch("weights", f"its weights ({seen:.2f} GiB per GPU) are {100 * (predicted / seen - 1):+.0f} % "
+                                   f"off the scenario's ({predicted:.2f} GiB): another model, quantization or "
+                                   "parallel layout", seen, predicted)]
+
+
+def _gpu_mismatch(log: VllmLog, gpu_memory_gib: float, gpus: dict[str, Any]) -> list[LogMismatch]:
+    total = log.total_gpu_memory_gib
+    if not total or _relative_gap(gpu_memory_gib, total) <= MISMATCH_TOLERANCE:
+        return []
+    like = gpus_with_memory(total, gpus)
+    looks = f" — it looks like {' or '.join(like)}" if like else ""
+    return [LogMismatch("gpu", f"its GPU has {total:.2f} GiB, the scenario's {gpu_memory_gib:.2f} GiB{looks}",
+                        total, gpu_memory_gib, like[0] if like else None)]
+
+
+def _flag_mismatches(log: VllmLog, doc: dict) -> list[LogMismatch]:
+    settings = doc["settings"]
+    return [LogMismatch(key, f"it ran with {key}={value}, the scenario has {settings[key]}", value, settings[key],
+                        value)
+            for key, value in scenario_updates(log).items()
+            if key in settings and key != "vllm_version" and settings[key] != value]
+
+
+def log_mismatches(log: VllmLog, doc: dict, *, model_ids: tuple[str, ...], gpu_memory_gib: float,
+                   gpus: dict[str, Any]) -> list[LogMismatch]:
+    """How ``log`` disagrees with the capacity document ``doc`` of the scenario it is pasted into.
+
+    ``model_ids``: the names the scenario's model answers to (id first, then aliases); ``gpu_memory_gib``:
+    the scenario GPU's memory [GiB]; ``gpus``: the catalog, to suggest a GPU of the log's size. Weights or
+    total memory more than :data:`MISMATCH_TOLERANCE` apart say the log is of another setup; flags the
+    log reveals that differ (tensor_parallel_size, …) are listed too (the check applies them anyway)."""
+    return (_model_mismatch(log, model_ids) + _weights_mismatch(log, doc) + _gpu_mismatch(log, gpu_memory_gib, gpus)
+            + _flag_mismatches(log, doc))

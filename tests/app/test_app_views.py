@@ -117,8 +117,9 @@ def test_pasted_log_is_read(make_app):
     assert at.success and "0.10.2" in at.success[0].value
     frames = [d.value for d in at.dataframe]
     measured = frames[-1]
-    row = measured[measured["quantity"] == "GPU KV cache size [tokens]"].iloc[0]
-    assert row["log"] == 420_208 and row["predicted"] == 420_208
+    row = measured[measured["Quantity"] == "GPU KV cache size [tokens]"].iloc[0]
+    assert row["Printed by vLLM"] == 420_208 and row["Predicted"] == 420_208
+    assert "difference_pct" not in measured.columns and "Difference [%]" in measured.columns
     assert any("Maximum concurrency for 131,072 tokens per request: 3.21x" in c.value for c in at.code)
 
 
@@ -194,3 +195,35 @@ def test_accuracy_page_shows_the_scoreboard(make_app):
     at.switch_page("views/accuracy.py").run(timeout=120)
     assert not at.exception
     assert at.title[0].value and at.dataframe and at.get("plotly_chart")
+
+
+def test_log_of_another_model_warns_and_offers_to_switch(make_app):
+    # the default scenario is Llama-3.1-8B on one H100; the log is of the 70B at TP 4
+    at = make_app()
+    at.switch_page("views/kv_cache.py").run()
+    log = LOG_70B_TP4.replace("INFO 09-10 12:00:01", "INFO 09-10 12:00:00 [core.py:1] Initializing a V1 LLM engine "
+                              "(v0.10.2) with config: model='meta-llama/Llama-3.1-70B-Instruct', "
+                              "tensor_parallel_size=4\nINFO 09-10 12:00:01", 1)
+    at.text_area(key="log_text").input(log).run()
+    assert not at.exception
+    warning = " ".join(w.value for w in at.warning)
+    assert "another setup" in warning and "this log is of meta-llama/Llama-3.1-70B-Instruct" in warning
+    assert "(32.89 GiB per GPU) are -54 % off" in warning  # 14.99 GiB predicted for the 8B
+    at.button(key="log_switch").click().run()
+    assert at.selectbox(key="model").value == "meta-llama/Llama-3.1-70B-Instruct"
+    assert at.number_input(key="tp").value == 4 and at.selectbox(key="vllm").value == "0.10.2"
+    assert not [w for w in at.warning if "another setup" in w.value]  # now the log fits the scenario
+
+
+def test_use_these_numbers_applies_the_printed_kv_memory(make_app):
+    at = make_app(**DEEP)
+    at.switch_page("views/kv_cache.py").run()
+    at.text_area(key="log_text").input(LOG_70B_TP4).run()
+    assert not [w for w in at.warning if "another setup" in w.value]  # the same model at TP 4: no warning
+    at.button(key="log_use").click().run()
+    assert not at.exception
+    assert at.number_input(key="kv_mem").value == 32.06 and at.selectbox(key="vllm").value == "0.10.2"
+    assert at.number_input(key="max_len").value == 131_072
+    at.switch_page("views/overview.py").run()
+    # 32.06 GiB → floor(32.06 × 2^30 / (16 × 81,920 B)) = 26,263 blocks = 420,208 tokens, as vLLM printed
+    assert metrics(at)["GPU KV cache size [tokens]"] == "420,208"
