@@ -14,7 +14,7 @@ from tests.e2e.helpers import ROOT, shot, wait_for_app
 pytestmark = pytest.mark.e2e
 DEEP = "/?model=meta-llama/Llama-3.1-70B-Instruct&gpu=H100&tp=4"
 CLI = [sys.executable, "-m", "calculators.cli", "capacity", "--model", "meta-llama/Llama-3.1-70B-Instruct",
-       "--gpu", "H100", "--tensor-parallel-size", "4", "--seq-len-mean", "2300", "--json"]  # the page's length mix: 2000 in + 300 out
+       "--gpu", "H100", "--tensor-parallel-size", "4", "--seq-len-mean", "2300", "--json"]  # 2000 in + 300 out
 
 
 def cli_doc() -> dict:
