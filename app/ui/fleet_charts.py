@@ -106,8 +106,7 @@ def unfit_frame(plans):
 
 
 COLUMN_FORMATS = {"TTFT p99 [ms]": "%.0f", "TPOT [ms]": "%.1f", "tok/s per GPU": "%.0f", "tok/s per user": "%.1f",
-                  "$/hour": "$%.2f", "$/month": "$%.0f", "$/1M input": "$%.3f", "$/1M output": "$%.3f",
-                  "$/1M tokens": "$%.3f", "plan [ms]": "%.1f", "simulator [ms]": "%.1f",
+                  "plan [ms]": "%.1f", "simulator [ms]": "%.1f",
                   **{label: ("$%.3f" if "1M" in label else "$%.2f" if "hour" in label else "$%,.0f")
                      for label in COST_LABELS.values()}}
 
@@ -160,7 +159,8 @@ def compare_bars(frame):
     fig = make_subplots(rows=1, cols=2, subplot_titles=("GPUs needed", "$ per 1M output tokens"))
     fig.add_bar(x=frame["GPU"], y=frame["GPUs"], name="GPUs", marker_color="#4c78a8",
                 hovertemplate="%{x}: %{y} GPUs<extra></extra>", row=1, col=1)
-    fig.add_bar(x=frame["GPU"], y=frame["$/1M output"], name="$/1M output", marker_color="#f58518",
+    out_cost = COST_LABELS["usd_per_million_output_tokens"]
+    fig.add_bar(x=frame["GPU"], y=frame[out_cost], name=out_cost, marker_color="#f58518",
                 hovertemplate="%{x}: $%{y:.3f}<extra></extra>", row=1, col=2)
     fig.update_layout(showlegend=False, height=380, margin=MARGIN)
     return fig

@@ -55,3 +55,15 @@ def memory_markdown(rows: list[dict]) -> None:
     lines += [f"| {r['item']} | {num(r['gib'])} | {num(r['low_gib'])} | {num(r['high_gib'])} | {r['basis']} |"
               for r in rows]
     st.markdown("\n".join(lines))
+
+
+MISSING = "—"
+
+
+def table(data, **kwargs) -> None:
+    """``st.dataframe`` with an empty cell shown as "—" (not "None") and numbers kept right-aligned: the
+    frame goes through a pandas Styler, whose display values Streamlit shows while the data stay numeric."""
+    import pandas as pd
+    frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    kwargs.setdefault("hide_index", True)
+    st.dataframe(frame.style.format(na_rep=MISSING, precision=2, thousands=","), **kwargs)

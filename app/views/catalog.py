@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.ui import catalog_forms, state
+from app.ui import catalog_forms, state, widgets
 from calculators.specs.catalog import load_gpus, load_models
 from calculators.units import GB, TFLOP, GiB
 
@@ -22,20 +22,20 @@ def render() -> None:
             text = " ".join([g.id, g.name, g.vendor, g.architecture, *g.aliases]).lower()
             if (query and query.lower() not in text) or (chosen and g.vendor not in chosen):
                 continue
-            row = {"id": g.id, "name": g.name, "vendor": g.vendor, "architecture": g.architecture,
-                   "memory_gib_reported": g.memory_gib, "memory_gb_marketed": g.memory_gb_marketed,
-                   "memory_bandwidth_gb_per_s": g.memory_bandwidth_bytes_per_s / GB}
-            row.update({f"{k}_dense_tflop_per_s": v / TFLOP for k, v in g.peak_flop_per_s.items()})
-            row.update({"scale_up_link": g.scale_up_link,
-                        "scale_up_gb_per_s_per_direction": g.scale_up_bytes_per_s_per_direction / GB,
-                        "gpus_per_node": g.gpus_per_node, "tdp_w": g.tdp_w,
-                        "usd_per_gpu_hour_min": min((p.usd_per_gpu_hour for p in g.prices), default=None),
-                        "aliases": ", ".join(g.aliases), "memory_note": g.memory_note, "source": g.source,
-                        "as_of": g.as_of, "unverified": ", ".join(g.unverified)})
+            row = {"Id": g.id, "Name": g.name, "Vendor": g.vendor, "Architecture": g.architecture,
+                   "Memory [GiB, reported]": g.memory_gib, "Memory [GB, marketed]": g.memory_gb_marketed,
+                   "Memory bandwidth [GB/s]": g.memory_bandwidth_bytes_per_s / GB}
+            row.update({f"{k} dense [TFLOP/s]": v / TFLOP for k, v in g.peak_flop_per_s.items()})
+            row.update({"Scale-up link": g.scale_up_link,
+                        "Scale-up [GB/s per direction]": g.scale_up_bytes_per_s_per_direction / GB,
+                        "GPUs per node": g.gpus_per_node, "TDP [W]": g.tdp_w,
+                        "Lowest on-demand $/GPU-hour": min((p.usd_per_gpu_hour for p in g.prices), default=None),
+                        "Also called": ", ".join(g.aliases), "Memory note": g.memory_note, "Source": g.source,
+                        "As of": g.as_of, "Not yet verified": ", ".join(g.unverified)})
             rows.append(row)
         st.caption(f"{len(rows)} of {len(gpus)} GPUs · memory in GiB as the framework reports it (binary), bandwidth "
                    "and compute in decimal GB/s and TFLOP/s (dense), link bandwidth per direction")
-        st.dataframe(rows, hide_index=True, width="stretch", key="gpu_table")
+        widgets.table(rows, width="stretch", key="gpu_table")
     with tab_model:
         models = {**load_models(), **{k: v[0] for k, v in state.custom_models().items()}}
         query = st.text_input("Filter models (id, architecture)", key="model_filter")
@@ -45,19 +45,22 @@ def render() -> None:
             text = " ".join([m.id, m.architecture, *m.aliases]).lower()
             if (query and query.lower() not in text) or (kinds and m.attention_type not in kinds):
                 continue
-            rows.append({"id": m.id, "architecture": m.architecture, "attention": m.attention_type, "moe": m.is_moe,
-                         "params_total_billions": None if m.params_total_card is None else m.params_total_card / 1e9,
-                         "params_active_billions": None if m.params_active_card is None else m.params_active_card / 1e9,
+            rows.append({"Id": m.id, "Architecture": m.architecture, "Attention": m.attention_type,
+                         "Mixture of experts": m.is_moe,
+                         "Parameters [billions]": None if m.params_total_card is None else m.params_total_card / 1e9,
+                         "Active parameters [billions]": None if m.params_active_card is None
+                         else m.params_active_card / 1e9,
                          "hidden_size": m.hidden_size, "num_hidden_layers": m.num_hidden_layers,
                          "num_attention_heads": m.num_attention_heads, "num_key_value_heads": m.num_key_value_heads,
                          "head_dim": m.head_dim, "intermediate_size": m.intermediate_size, "vocab_size": m.vocab_size,
-                         "max_position_embeddings_tokens": m.max_position_embeddings, "torch_dtype": m.torch_dtype,
-                         "sliding_window_tokens": m.sliding_window, "kv_lora_rank": m.kv_lora_rank,
-                         "num_experts": m.num_experts, "num_experts_per_tok": m.num_experts_per_tok,
-                         "quantization": m.quantization, "aliases": ", ".join(m.aliases),
-                         "source": m.source, "as_of": m.as_of, "notes": m.notes})
-        st.caption(f"{len(rows)} of {len(models)} models · numbers from each model's config.json")
-        st.dataframe(rows, hide_index=True, width="stretch", key="model_table")
+                         "Context [tokens] (max_position_embeddings)": m.max_position_embeddings,
+                         "torch_dtype": m.torch_dtype, "Sliding window [tokens]": m.sliding_window,
+                         "kv_lora_rank": m.kv_lora_rank, "Experts": m.num_experts,
+                         "Experts per token": m.num_experts_per_tok, "Quantization": m.quantization,
+                         "Also called": ", ".join(m.aliases), "Source": m.source, "As of": m.as_of, "Notes": m.notes})
+        st.caption(f"{len(rows)} of {len(models)} models · numbers from each model's config.json (its field names "
+                   "kept where vLLM and transformers use them)")
+        widgets.table(rows, width="stretch", key="model_table")
     with tab_custom:
         st.caption("Custom entries live in this browser session only and travel in the permalink. "
                    f"Total memory is what the framework reports [GiB]; 1 GiB = {GiB:,} bytes.")

@@ -7,6 +7,7 @@ import streamlit as st
 from app.ui import fleet_charts as fc
 from app.ui import state, widgets
 from calculators.errors import InvalidInputError
+from calculators.planning.costs import COST_LABELS
 from calculators.planning.fleet import gpu_price
 
 
@@ -41,17 +42,17 @@ def render() -> None:
             continue
         rows.append({"GPU": g.id, "layout": f"{best.replicas} × TP{best.tensor_parallel_size}×PP"
                                            f"{best.pipeline_parallel_size} at batch {best.batch_size}",
-                     "GPUs": best.total_gpus, "$/hour": best.usd_per_hour,
-                     "$/1M input": best.usd_per_million_input_tokens, "$/1M output": best.usd_per_million_output_tokens,
-                     "$/1M tokens": best.usd_per_million_tokens, "tok/s per GPU": best.output_tokens_per_s_per_gpu,
+                     "GPUs": best.total_gpus,
+                     **{label: getattr(best, key) for key, label in COST_LABELS.items()},
+                     "tok/s per GPU": best.output_tokens_per_s_per_gpu,
                      "TTFT p99 [ms]": best.ttft_p99_s * 1e3, "TPOT [ms]": best.tpot_s * 1e3,
                      "meets SLO": best.meets_slo})
     frame = pd.DataFrame(rows)
     st.subheader("Best layout per GPU type")
     st.caption(f"Performance model: {eff_source}")
-    st.dataframe(frame, hide_index=True, column_config=fc.column_config(frame), key="compare_table")
-    bars = frame.dropna(subset=[c for c in ("GPUs", "$/1M output") if c in frame.columns]) \
-        if {"GPUs", "$/1M output"} <= set(frame.columns) else frame.iloc[0:0]
+    widgets.table(frame, column_config=fc.column_config(frame), key="compare_table")
+    out_cost = COST_LABELS["usd_per_million_output_tokens"]
+    bars = frame.dropna(subset=["GPUs", out_cost]) if {"GPUs", out_cost} <= set(frame.columns) else frame.iloc[0:0]
     if len(bars):
         st.plotly_chart(fc.compare_bars(bars), key="compare_bars")
     st.subheader("Catalog facts")

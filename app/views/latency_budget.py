@@ -2,6 +2,7 @@
 an end-to-end target; margin or shortfall per component; the largest max_wait for a micro-batcher."""
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from app.ui import perf_charts, perf_state, state, widgets
@@ -81,10 +82,9 @@ def _show(ctx: state.Computed) -> None:
     rows = explain_perf.budget_rows(b, output_len=out_len, target_s=target_s, ttft_target_s=ttft_t,
                                     tpot_target_s=tpot_t)
     st.plotly_chart(perf_charts.budget_waterfall(rows, target_ms=target_s * 1e3), key="budget_chart")
-    st.dataframe(rows, hide_index=True, column_config={
-        "component": "component", "predicted_ms": st.column_config.NumberColumn("predicted [ms]", format="%.1f"),
-        "budget_ms": st.column_config.NumberColumn("budget [ms]", format="%.1f"),
-        "margin_ms": st.column_config.NumberColumn("margin [ms] (− = shortfall)", format="%.1f")})
+    widgets.table(pd.DataFrame(rows).rename(columns={
+        "component": "Component", "predicted_ms": "Predicted [ms]", "budget_ms": "Budget [ms]",
+        "margin_ms": "Margin [ms] (− = shortfall)"}), key="budget_table")
     st.caption("Budgets: TTFT gets the p99 TTFT target, decode (O − 1) × the p99 TPOT target, network what the "
                "end-to-end target leaves. Adding p99 parts over-estimates the p99 of the sum (a safe budget).")
     widgets.show_math("Latency budget and max_wait", explain_perf.math_budget(

@@ -135,7 +135,7 @@ def test_latency_budget_numbers(make_app):
     assert spec["data"][0]["x"] == ["queue (p99 wait)", "prefill", "decode = (300 − 1) × TPOT", "network overhead",
                                     "end-to-end"]
     table = at.dataframe[0].value
-    assert abs(table["margin_ms"].iloc[-1] - (15_950 - e2e)) < 0.2
+    assert abs(table["Margin [ms] (− = shortfall)"].iloc[-1] - (15_950 - e2e)) < 0.2
 
 
 def test_latency_budget_network_and_target_inputs(make_app):

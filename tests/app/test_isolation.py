@@ -44,7 +44,7 @@ def test_custom_gpu_of_one_session_is_invisible_in_another(make_app):
     b = make_app()
     assert "SecretGPU" not in b.selectbox(key="gpu").options
     b.switch_page("views/catalog.py").run()
-    assert "SecretGPU" not in {r for r in b.dataframe[0].value["id"]}
+    assert "SecretGPU" not in {r for r in b.dataframe[0].value["Id"]}
     assert not any("SecretGPU" in t for t in _texts(b))
 
 
