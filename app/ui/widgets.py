@@ -67,3 +67,36 @@ def table(data, **kwargs) -> None:
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
     kwargs.setdefault("hide_index", True)
     st.dataframe(frame.style.format(na_rep=MISSING, precision=2, thousands=","), **kwargs)
+
+
+_BANDED = (("tpot", "TPOT", 1e3, "ms", 1), ("ttft", "TTFT", 1e3, "ms", 0),
+           ("throughput", "output", 1.0, "tokens/s", 0))  # metric, label, display scale, unit, digits
+
+
+def band_caption(tpot_s: float | None = None, ttft_s: float | None = None,
+                 tokens_per_s: float | None = None) -> None:
+    """One caption with the 80 % band of each timed figure given (fitted on public measurements, see the
+    Model accuracy page), so that no timed number is shown without how sure it is."""
+    from calculators.perf.bands import timing_band
+    given = {"tpot": tpot_s, "ttft": ttft_s, "throughput": tokens_per_s}
+    parts, coverage = [], 1.0
+    for metric, label, scale, unit, digits in _BANDED:
+        if given[metric] is None:
+            continue
+        band = timing_band(metric)
+        lo, hi = (float(x) * scale for x in band.edges(given[metric]))
+        parts.append(f"{label} {lo:,.{digits}f}–{hi:,.{digits}f} {unit}")
+        coverage = min(coverage, band.coverage)
+    if parts:
+        st.caption("80 % band from public measurements: " + " · ".join(parts) + f" (bands like these held at least "
+                   f"{coverage:.0%} of measurements from sources left out of their fit; see Model accuracy).")
+
+
+def band_factors_caption(box=st) -> None:
+    """The 80 % bands as factors, for a table of timed figures (each figure × the factors gives its band),
+    in ``box`` (a container; the page by default)."""
+    from calculators.perf.bands import timing_band
+    parts = [f"{label} ×{b.low_factor:.2f}–×{b.high_factor:.2f}"
+             for metric, label, *_ in _BANDED for b in [timing_band(metric)]]
+    box.caption("How sure the timed figures are: the measured value lay within " + ", ".join(parts)
+               + " of the estimate for 80 % of public measurements (see Model accuracy).")

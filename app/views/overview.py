@@ -58,6 +58,7 @@ def _throughput_latency(summ: dict) -> None:
     c[2].metric("TTFT (no queue) [ms]", f"{p['ttft_s'] * 1e3:,.1f}")
     c[3].metric("TPOT [ms]", f"{p['tpot_s'] * 1e3:,.2f}")
     c[4].metric("End-to-end [s]", f"{p['e2e_latency_s']:,.2f}")
+    widgets.band_caption(p["tpot_s"], p["ttft_s"], p["output_tokens_per_s"])
     st.caption(f"With {p['batch_size']:,} requests in flight (the recommended max_num_seqs, fully used), "
                f"{p['input_len']:,} tokens in / {p['output_len']:,} out, {p['bound']}-bound decode · "
                f"{summ['source']}. Details: Roofline & batch size, Latency budget.")

@@ -241,6 +241,7 @@ def _show_run(name: str, res, offered, box) -> None:
                 f"(max {res.max_queue_depth:,}); KV usage mean {res.mean_kv_usage:.0%}, max {res.max_kv_usage:.0%}; "
                 f"{res.rejected:,} rejected (longer than the whole KV cache); clock stopped at {res.elapsed_s:,.1f} s "
                 f"({res.stop_reason}).")
+    widgets.band_factors_caption(box)
     text = explain_sim.overload_text(res, offered)
     if text:
         box.warning(text, icon=":material/warning:")

@@ -227,3 +227,19 @@ def test_use_these_numbers_applies_the_printed_kv_memory(make_app):
     at.switch_page("views/overview.py").run()
     # 32.06 GiB → floor(32.06 × 2^30 / (16 × 81,920 B)) = 26,263 blocks = 420,208 tokens, as vLLM printed
     assert metrics(at)["GPU KV cache size [tokens]"] == "420,208"
+
+
+def test_timed_figures_carry_their_band(make_app):
+    import re
+
+    from calculators.perf.bands import timing_band
+    at = make_app()
+    tpot_ms = float(metrics(at)["TPOT [ms]"].replace(",", ""))
+    caption = next(c.value for c in at.caption if c.value.startswith("80 % band from public measurements"))
+    lo, hi = (float(x.replace(",", "")) for x in re.search(r"TPOT ([\d.,]+)–([\d.,]+) ms", caption).groups())
+    band = timing_band("tpot")
+    assert abs(lo - tpot_ms * band.low_factor) < 0.1 and abs(hi - tpot_ms * band.high_factor) < 0.1
+    assert f"at least {min(timing_band(m).coverage for m in ('tpot', 'ttft', 'throughput')):.0%}" in caption
+    for page in ("views/roofline.py", "views/latency_budget.py"):
+        at.switch_page(page).run()
+        assert any(c.value.startswith("80 % band from public measurements") for c in at.caption), page
