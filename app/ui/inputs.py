@@ -146,12 +146,16 @@ def sidebar() -> tuple[Scenario, dict]:
                             help="catalog id (the URL key); the full name is shown below", **BIND)
     sb.caption(names.get(v["gpu"], f"{v['gpu']} (custom GPU, this session)"))
     ph["gpu"] = sb.empty()
-    c1, c2 = sb.columns(2)
-    v["tensor_parallel_size"] = c1.number_input("tensor_parallel_size", 1, 1024, 1, key="tp", **BIND)
-    v["pipeline_parallel_size"] = c2.number_input("pipeline_parallel_size", 1, 1024, 1, key="pp", **BIND)
+    # one per row: two columns cut these names mid-word in a 300 px sidebar
+    v["tensor_parallel_size"] = sb.number_input("tensor_parallel_size", 1, 1024, 1, key="tp", **BIND,
+                                                help="GPUs each layer is split across (vLLM --tensor-parallel-size)")
+    v["pipeline_parallel_size"] = sb.number_input("pipeline_parallel_size", 1, 1024, 1, key="pp", **BIND,
+                                                  help="consecutive groups of layers on different GPUs "
+                                                       "(--pipeline-parallel-size); GPUs = TP × PP")
     ph["tensor_parallel_size"] = ph["pipeline_parallel_size"] = sb.empty()
     v["gpu_memory_utilization"] = sb.number_input("gpu_memory_utilization", 0.05, 1.0, 0.9, 0.01, format="%.2f",
-                                                  key="util", **BIND)
+                                                  key="util", help="share of each GPU's memory vLLM may use for "
+                                                  "weights, activations and the KV cache", **BIND)
     ph["gpu_memory_utilization"] = sb.empty()
     v["max_model_len"] = sb.number_input("max_model_len [tokens]", 0, 10_000_000, 0, 1024, key="max_len",
                                          help=f"{_AUTO} (the model's max_position_embeddings)", **BIND)
@@ -172,14 +176,20 @@ def sidebar() -> tuple[Scenario, dict]:
                  "kv_cache_memory"):
         ph[name] = flags
     with sb.expander("More vLLM flags"):
-        v["dtype"] = st.selectbox("dtype", DTYPE_CHOICES, key="dtype", **BIND)
-        v["quantization"] = st.selectbox("quantization", QUANT_CHOICES, key="quant", **BIND)
-        v["kv_cache_dtype"] = st.selectbox("kv_cache_dtype", KV_DTYPE_CHOICES, key="kv_dtype", **BIND)
+        v["dtype"] = st.selectbox("dtype", DTYPE_CHOICES, key="dtype", **BIND,
+                                  help="precision of weights and activations; auto = the model's torch_dtype")
+        v["quantization"] = st.selectbox("quantization", QUANT_CHOICES, key="quant", **BIND,
+                                         help="weight format; auto = what the model's config says")
+        v["kv_cache_dtype"] = st.selectbox("kv_cache_dtype", KV_DTYPE_CHOICES, key="kv_dtype", **BIND,
+                                           help="precision of the KV cache; fp8 halves its bytes per token")
         v["max_num_batched_tokens"] = st.number_input("max_num_batched_tokens", 0, 10_000_000, 0, 1024, key="mnbt",
-                                                      help=_AUTO, **BIND)
-        v["max_num_seqs"] = st.number_input("max_num_seqs", 0, 1_000_000, 0, 8, key="max_seqs", help=_AUTO, **BIND)
-        v["block_size"] = st.number_input("block_size [tokens]", 0, 4096, 0, 16, key="block", help=_AUTO, **BIND)
-        v["enforce_eager"] = st.checkbox("enforce_eager", key="eager", **BIND)
+                                                      help=f"tokens one engine step may process; {_AUTO}", **BIND)
+        v["max_num_seqs"] = st.number_input("max_num_seqs", 0, 1_000_000, 0, 8, key="max_seqs",
+                                            help=f"requests running at once; {_AUTO}", **BIND)
+        v["block_size"] = st.number_input("block_size [tokens]", 0, 4096, 0, 16, key="block",
+                                          help=f"tokens per KV-cache page; {_AUTO}", **BIND)
+        v["enforce_eager"] = st.checkbox("enforce_eager", key="eager", **BIND,
+                                         help="no CUDA graphs: saves their memory, costs time per step")
         v["kv_cache_memory_gib"] = st.number_input("kv_cache_memory [GiB per GPU]", 0.0, 4096.0, 0.0, 0.5,
                                                    format="%g", key="kv_mem",
                                                    help="0 = estimate it; otherwise vLLM's --kv-cache-memory", **BIND)
@@ -190,12 +200,14 @@ def sidebar() -> tuple[Scenario, dict]:
         v["output_len"] = c6.number_input("output_len [tokens]", 1.0, 10_000_000.0, 300.0, 64.0, format="%g",
                                           key="out", help="mean output tokens", **BIND)
         v["request_rate_per_s"] = st.number_input("request rate [requests/s]", 0.001, 1e7, 10.0, 1.0, format="%g",
-                                                  key="rate", **BIND)
+                                                  key="rate", help="mean arrivals per second (Poisson)", **BIND)
         c7, c8 = st.columns(2)
         v["ttft_p99_ms"] = c7.number_input("p99 TTFT target [ms]", 0.0, 1e7, 1000.0, 50.0, format="%g",
-                                           key="ttft_ms", help="0 = no target", **BIND)
+                                           key="ttft_ms", help="time to first token, 99th percentile; 0 = no target",
+                                           **BIND)
         v["tpot_p99_ms"] = c8.number_input("p99 TPOT target [ms]", 0.0, 1e7, 50.0, 5.0, format="%g",
-                                           key="tpot_ms", help="0 = no target", **BIND)
+                                           key="tpot_ms", help="time per output token after the first, 99th "
+                                                               "percentile; 0 = no target", **BIND)
     v["calibration"] = st.session_state.get(keys.CALIBRATION_PARAM)
     for k in ("max_model_len", "max_num_batched_tokens", "max_num_seqs", "block_size", "kv_cache_memory_gib",
               "mean_len", "p95_len", "ttft_p99_ms", "tpot_p99_ms"):

@@ -140,7 +140,7 @@ of what remains; its coverage is measured on each held-out source with a band fi
 
 **Caveats.** One publisher (InferenceX) holds most compared rows, so the overall figures mostly describe it.
 Measured TTFT includes queueing where the benchmark queued; latency statistics differ between sources.
-Run `llmcap accuracy` or `benchmarks/corpus_accuracy.py` for the same figures; the method is in
+Run `llmcap accuracy` (add `--json` for the tables) for the same figures; the method is in
 docs/performance-model.md §11.
 """
 

@@ -88,7 +88,7 @@ def _metrics(r, summ: dict) -> None:
     c[0].metric("Knee batch [sequences]", f"{knee:,.0f}")
     c[1].metric("SLO batch [sequences]", "—" if slo is None else f"{slo:,.0f}",
                 help=explain_perf.slo_text(knee_doc))
-    c[2].metric("Crossover batch [sequences]", "none" if cross is None else f"{cross:,.0f}",
+    c[2].metric("Crossover batch [sequences]", "—" if cross is None else f"{cross:,.0f}",
                 help=perf_doc["crossover_note"])
     c[3].metric("Ridge point [FLOP/byte]", f"{perf_doc['ridge_point_flop_per_byte']:,.0f}",
                 help=f"{r.gpu.id}, {r.dtype_used}")
