@@ -34,9 +34,9 @@ def _inputs(ctx: state.Computed) -> tuple[list, float, bool, float | None, str]:
     n_plus_one = c2.checkbox("N+1: one spare replica", key=keys.FLEET_N_PLUS_ONE, bind="query-params")
     price = c3.number_input("$/GPU-hour override (0 = catalog median)", 0.0, 1000.0, 0.0, 0.1, format="%g",
                             key=keys.FLEET_PRICE, bind="query-params") or None
-    conservative = c3.checkbox("Conservative: size for the pessimistic edge of the timing bands",
+    conservative = c3.checkbox("Conservative sizing",
                                key=keys.FLEET_CONSERVATIVE, bind="query-params",
-                               help="plan with step times at the 80 % bands' pessimistic edge (measured on public "
+                               help="size for the pessimistic edge of the 80 % timing bands (measured on public "
                                     "benchmarks) instead of the model's estimate")
     st.caption(f"{state.served_name(scn, ctx.model)} · {scn.request_rate_per_s:g} requests/s · {scn.input_len:g} in "
                f"/ {scn.output_len:g} out · p99 TTFT ≤ {scn.ttft_p99_ms or 0:g} ms · p99 TPOT ≤ "
