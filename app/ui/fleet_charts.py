@@ -42,6 +42,22 @@ def planned(ctx, model, gpus: list, name: str, **extra: Any) -> tuple[list, Any,
     return plans, w, kw, eff_source, key
 
 
+def planned_scenario_layout(ctx):
+    """The sidebar's own layout (its GPU, tensor_parallel_size and pipeline_parallel_size) sized for its
+    workload: replicas, GPUs and the six cost figures (memoised per session and inputs)."""
+    from app.ui import perf
+    from calculators.planning.fleet import Layout, plan_layout
+    scn = ctx.scenario
+    eff, _ = perf.efficiencies(ctx)
+    layout = Layout(ctx.gpu, scn.tensor_parallel_size, scn.pipeline_parallel_size)
+    kw = {"quantization": None if scn.quantization == "auto" else scn.quantization,
+          "kv_cache_dtype": scn.kv_cache_dtype, "gpu_memory_utilization": scn.gpu_memory_utilization,
+          "max_model_len": scn.max_model_len, "efficiencies": eff}
+    w = scn.workload()
+    key = (ctx.model, layout, w, sorted(kw.items(), key=lambda x: x[0]))
+    return memo("scenario_layout", key, lambda: plan_layout(ctx.model, layout, w, **kw))
+
+
 def _ms(x):
     return None if x is None else x * 1e3
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.ui import state, widgets
+from calculators.errors import InvalidInputError
 from calculators.report import explain_capacity as explain
 from calculators.units import GiB
 from calculators.vllm.advice import vllm_serve_command
@@ -64,6 +65,36 @@ def _throughput_latency(summ: dict) -> None:
                f"{summ['source']}. Details: Roofline & batch size, Latency budget.")
 
 
+def _costs(ctx) -> None:
+    """What this layout costs at the sidebar's traffic: replicas, GPUs, the same six cost figures as the
+    Fleet planner and the quote."""
+    from app.ui import fleet_charts as fc
+    from calculators.planning.costs import COST_LABELS
+    st.subheader("Cost at your traffic")
+    try:
+        plan = fc.planned_scenario_layout(ctx)
+    except InvalidInputError as exc:
+        st.info(f"No cost for this workload — {exc}")
+        return
+    scn = ctx.scenario
+    if not plan.fits or plan.usd_per_hour is None:
+        st.info(f"No cost: {plan.message}" if not plan.fits else f"{plan.gpu} has no on-demand price in the catalog; "
+                "set one on the Fleet planner.")
+        return
+    c = st.columns(4)
+    per_replica = plan.tensor_parallel_size * plan.pipeline_parallel_size
+    c[0].metric("GPUs", f"{plan.total_gpus:,}", help=f"{plan.replicas:,} replica(s) × {per_replica} GPUs")
+    for col, key, digits in zip(c[1:], ("usd_per_hour", "usd_per_month", "usd_per_million_output_tokens"), (2, 0, 3),
+                                strict=True):
+        col.metric(COST_LABELS[key], fc.money(getattr(plan, key), digits))
+    verdict = "meets" if plan.meets_slo else "does not meet"
+    st.caption(f"{plan.replicas:,} replica(s) of TP {plan.tensor_parallel_size} × PP {plan.pipeline_parallel_size} "
+               f"on {plan.gpu} at {scn.request_rate_per_s:g} requests/s ({verdict} the p99 targets), "
+               f"{fc.money(plan.usd_per_gpu_hour)} per GPU-hour ({plan.price_source}); "
+               f"{COST_LABELS['usd_per_million_tokens']} {fc.money(plan.usd_per_million_tokens, 3)}. "
+               "Other GPUs and layouts: Fleet planner.")
+
+
 def render() -> None:
     """Draw the page."""
     ctx = state.computed()
@@ -95,6 +126,8 @@ def render() -> None:
         _recommendation(ctx, summ, note)
         if summ is not None:
             _throughput_latency(summ)
+
+        _costs(ctx)
 
         st.subheader("Per-GPU memory (binding stage)")
         widgets.memory_markdown(explain.memory_rows(doc))

@@ -243,3 +243,18 @@ def test_timed_figures_carry_their_band(make_app):
     for page in ("views/roofline.py", "views/latency_budget.py"):
         at.switch_page(page).run()
         assert any(c.value.startswith("80 % band from public measurements") for c in at.caption), page
+
+
+def test_overview_costs_the_scenario_at_its_traffic(make_app):
+    from calculators.planning.fleet import Layout, plan_layout
+    from calculators.scenario import Scenario
+    from calculators.specs.catalog import get_gpu, get_model
+    at = make_app(**DEEP, rate="20")
+    m = metrics(at)
+    plan = plan_layout(get_model("meta-llama/Llama-3.1-70B"), Layout(get_gpu("H100"), 4),
+                       Scenario(request_rate_per_s=20).workload())
+    assert m["GPUs"] == f"{plan.total_gpus:,}" and plan.total_gpus % 4 == 0
+    # the same labels as the Fleet planner and the quote; a month is 730 h of the hourly figure
+    hour, month = (float(m[k].strip("$").replace(",", "")) for k in ("$/hour", "$/month (730 h)"))
+    assert abs(month - 730 * hour) <= 730 * 0.005 + 0.5
+    assert "$/1M output tokens" in m
