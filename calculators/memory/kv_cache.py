@@ -5,7 +5,8 @@ Engine-faithful rules (vLLM ``KVCacheSpec.page_size_bytes``; see docs/vllm-memor
 * full / sliding / chunked attention layers store ``2 · max(1, H_kv // tp) · head_dim · s`` bytes
   per token (K and V; KV heads are *replicated* when ``tp > H_kv``);
 * MLA layers (DeepSeek) store one latent of ``kv_lora_rank + qk_rope_head_dim`` values per token,
-  not divided by TP;
+  not divided by TP — except in vLLM before 0.7.1, which ran them as plain multi-head attention with
+  every head's K and V padded to :data:`PRE_MLA_HEAD_DIM` values (docs/vllm-memory.md §3);
 * sliding-window and chunked-local layers stop growing at their window;
 * each pipeline stage holds only its own layers (vLLM ``get_pp_indices``).
 
@@ -24,6 +25,11 @@ KV_CACHE_DTYPES = {"auto": None, "bfloat16": 2, "float16": 2, "float32": 4, "fp8
                    "fp8_e5m2": 1, "fp8_inc": 1}
 _MODEL_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 V0_MLA_ALIGN_BYTES = 256  # VLLM_CUDA_MEM_ALIGN_KV_CACHE pads each MLA entry (vllm/worker/cache_engine.py)
+PRE_MLA_HEAD_DIM = 256
+"""Head size of DeepSeek-V2/V3's K and V in vLLM before MLA (≤ 0.7.0): q/k (192) and v (128) padded to 256
+for the attention kernel (``DeepseekV2Attention`` in vllm/model_executor/models/deepseek_v2.py, v0.6.6).
+A public 0.6.6 start-up log agrees: 4 GiB of swap / 528 CPU blocks = 16 tokens × 31 layers × 2 × 16 heads
+× 256 × 2 B."""
 
 
 def dtype_bytes(dtype: str) -> int:
@@ -64,15 +70,18 @@ def check_tensor_parallel(model: ModelSpec, tensor_parallel_size: ArrayLike) -> 
 
 def kv_bytes_per_token_per_layer(model: ModelSpec, *, tensor_parallel_size: ArrayLike = 1,
                                  kv_cache_dtype: str = "auto", dtype: str = "auto",
-                                 mla_align_bytes: int = 1) -> np.ndarray:
+                                 mla_align_bytes: int = 1, mla_latent: bool = True) -> np.ndarray:
     """KV bytes one token costs in one attention layer on one GPU [bytes].
 
     Standard attention: ``2 · max(1, H_kv // tp) · head_dim · s``. MLA:
     ``(kv_lora_rank + qk_rope_head_dim) · s``, replicated on every TP rank, padded up to a
-    multiple of ``mla_align_bytes`` (256 in vLLM's V0 engine, 1 elsewhere).
+    multiple of ``mla_align_bytes`` (256 in vLLM's V0 engine, 1 elsewhere); with ``mla_latent`` false
+    (vLLM before 0.7.1), ``2 · (H // tp) · PRE_MLA_HEAD_DIM · s``: every query head's K and V, padded.
     """
     s = kv_element_bytes(model, kv_cache_dtype, dtype)
     tp = check_tensor_parallel(model, tensor_parallel_size)
+    if model.is_mla and not mla_latent:
+        return (2 * kv_heads_per_rank(model.num_attention_heads, tp) * PRE_MLA_HEAD_DIM * s).astype(np.int64)
     if model.is_mla:
         mla = model.mla_dims
         latent = (mla.kv_lora_rank + mla.qk_rope_head_dim) * s

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from calculators.memory.kv_cache import kv_bytes_per_token
 from calculators.specs.schema import ModelSpec
 from calculators.units import GiB
 from calculators.vllm.advice import max_num_seqs_advice, vllm_serve_command
@@ -37,9 +36,7 @@ def capacity_document(model: ModelSpec, result: CapacityResult, *, mean_len: flo
         "settings": asdict(s),
         "fits": result.fits,
         "message": result.message,
-        "kv_cache_bytes_per_token": int(kv_bytes_per_token(
-            model, tensor_parallel_size=s.tensor_parallel_size, pipeline_parallel_size=s.pipeline_parallel_size,
-            kv_cache_dtype=s.kv_cache_dtype, dtype=s.dtype)),
+        "kv_cache_bytes_per_token": max(x.kv_bytes_per_token for x in result.stages),  # as the engine pages it
         "weights_bytes": max(x.weights_bytes for x in result.stages),
         "budget_bytes": result.budget_bytes,
         "available_kv_cache_bytes": st.available.value,

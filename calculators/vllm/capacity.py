@@ -43,6 +43,7 @@ from calculators.vllm.overheads import (
 from calculators.vllm.versions import (
     DEFAULT_VLLM_VERSION,
     VllmVersion,
+    caches_mla_latent,
     default_scheduler_limits,
     parse_vllm_version,
     subtracts_cudagraphs,
@@ -264,7 +265,7 @@ def _stage(model: ModelSpec, ctx: _Context, i: int, kinds: tuple[str, ...], weig
                              + (" − CUDA graphs" if cg_sub else ""))
     per_layer = int(kv_bytes_per_token_per_layer(
         model, tensor_parallel_size=s.tensor_parallel_size, kv_cache_dtype=s.kv_cache_dtype, dtype=s.dtype,
-        mla_align_bytes=V0_MLA_ALIGN_BYTES if v.engine == "V0" else 1))
+        mla_align_bytes=V0_MLA_ALIGN_BYTES if v.engine == "V0" else 1, mla_latent=caches_mla_latent(v)))
     groups = kv_groups(kinds, uses_hybrid_kv_manager(v))
     block_bytes = s.block_size * per_layer * max(g.num_layers for g in groups)
 

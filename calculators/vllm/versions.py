@@ -74,6 +74,12 @@ def subtracts_cudagraphs(v: VllmVersion, model: ModelSpec, quantized: bool, enfo
     return not uses_v2_model_runner(v, model, quantized)
 
 
+def caches_mla_latent(v: VllmVersion) -> bool:
+    """0.7.1+: DeepSeek's MLA layers cache the compressed latent; before, vLLM expanded them into plain
+    multi-head K and V (v0.7.1 release notes, https://github.com/vllm-project/vllm/releases/tag/v0.7.1)."""
+    return v.at_least(0, 7, 1)
+
+
 def uses_hybrid_kv_manager(v: VllmVersion) -> bool:
     """0.9.1+: windowed layers get their own KV groups; before, they were sized as full attention."""
     return v.engine == "V1" and v.at_least(0, 9, 1)

@@ -242,3 +242,20 @@ def test_lognormal_matches_mean_and_p95():
         lognormal_lengths(1000, 500)
     with pytest.raises(InvalidInputError, match="at most 3868"):  # a log-normal's p95/mean ≤ exp(1.645²/2)
         lognormal_lengths(1000, 4000)
+
+
+def test_deepseek_before_mla_caches_every_head_padded_to_256():
+    # vLLM 0.6.6 ran DeepSeek-V3 without MLA: K and V of 128 / TP 8 = 16 heads, padded to 256 values, bf16,
+    # 31 layers on the first of 2 pipeline stages: 2 × 16 × 256 × 2 B × 31 = 507,904 B per token per GPU.
+    # The public 0.6.6 log agrees: 4 GiB of swap / 528 CPU blocks = 8,134,407 B ≈ 16 tokens × 507,904 B.
+    from calculators.report.capacity import capacity_document
+    m = get_model("deepseek-ai/DeepSeek-V3")
+    kw = dict(gpu=get_gpu("H100"), tensor_parallel_size=8, pipeline_parallel_size=2, max_model_len=8192,
+              quantization="fp8", gpu_memory_utilization=0.95)
+    old = vllm_capacity(m, vllm_version="0.6.6", **kw)
+    assert old.stages[0].kv_bytes_per_token == 2 * 16 * 256 * 2 * 31 == 507_904
+    assert capacity_document(m, old)["kv_cache_bytes_per_token"] == 507_904
+    assert abs(4 * 2**30 / 528 - 16 * 507_904) / (16 * 507_904) < 0.001
+    # 0.7.1 on: one latent of 512 + 64 values per token and layer, not split by TP; 0.7.3 is a V0 engine,
+    # which pads each entry to a multiple of 256 B: 576 × 2 = 1,152 → 1,280 B, × 31 layers
+    assert vllm_capacity(m, vllm_version="0.7.3", **kw).stages[0].kv_bytes_per_token == 1280 * 31
