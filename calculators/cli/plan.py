@@ -55,7 +55,7 @@ def _write_quote(a: argparse.Namespace, model, gpus: list, w: Workload, plans: l
 
 
 def _print_table(a: argparse.Namespace, model, w: Workload, plans: list[LayoutPlan], doc: dict) -> None:
-    print(f"{model.id}: {w.request_rate_per_s:g} req/s, {w.input_len:g} in / {w.output_len:g} out — {doc['summary']}")
+    print(f"{a.model}: {w.request_rate_per_s:g} req/s, {w.input_len:g} in / {w.output_len:g} out — {doc['summary']}")
     print(doc["sizing_note"])
     print(f"{'gpu':12s} {'TP':>3s} {'PP':>3s} {'batch':>6s} {'repl':>5s} {'GPUs':>5s} {'$/hour':>9s} {'$/month':>10s} "
           f"{'$/1M out':>9s} {'TTFT p99':>9s} {'TPOT':>7s} {'tok/s/GPU':>9s}  SLO")

@@ -126,7 +126,8 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
         "sizing": "conservative (pessimistic edge of the timing bands)" if sizing == "conservative" else "estimate",
     }
     sources = [f"{model.id} architecture: {model.source or 'user config'}", vllm_source(vllm_version)]
-    for g in gpus:
+    quoted = gpus if include_alternatives or plan is None else [g for g in gpus if g.id == plan.gpu]
+    for g in quoted:  # the datasheet and prices behind the figures shown, not those of GPUs left out
         sources += gpu_sources(g)
     sources += efficiency_sources(efficiencies or Efficiencies(), efficiency_source)
     fits = bool(plan and plan.fits)

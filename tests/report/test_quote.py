@@ -154,3 +154,14 @@ def test_json_matches_plans(setup):
     assert (first["gpu"], first["total_gpus"], first["usd_per_hour"]) == (plans[0].gpu, plans[0].total_gpus,
                                                                           plans[0].usd_per_hour)
     assert set(COST_LABELS) <= set(first) and first["usd_per_month"] == pytest.approx(first["usd_per_hour"] * 730)
+
+
+def test_sources_are_those_of_the_figures_shown(setup):
+    m, gpus, plans = setup
+    doc = quote_document(m, gpus, W, plans)
+    chosen = doc["chosen"]["gpu"]
+    cited = {g.id for g in gpus if any(s.startswith(f"{g.id} datasheet") for s in doc["sources"])}
+    assert cited == {chosen}  # alternatives left out: their datasheets and prices too
+    with_alternatives = quote_document(m, gpus, W, plans, include_alternatives=True)
+    assert {g.id for g in gpus if any(s.startswith(f"{g.id} datasheet") for s in with_alternatives["sources"])} \
+        == {g.id for g in gpus}
