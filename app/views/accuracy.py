@@ -128,13 +128,13 @@ concurrency or a static batch (not an offline ceiling or an arrival rate, yet), 
 disaggregated nor speculative decoding, a catalog model and GPU, stated parallelism and lengths, a weight format
 the product has, and one replica (`gpu_count` = tp × pp). The rest are counted below with their reason.
 
-**What is compared.** The roofline with its default efficiencies predicts TPOT (against the measured TPOT median,
+**What is compared.** The roofline with its shipped coefficients (fitted on this corpus, per GPU family, software
+stack and engine generation) predicts TPOT (against the measured TPOT median,
 else the ITL median, else the TPOT mean), TTFT (median, else mean) and output tokens/s per GPU (the per-GPU figure,
 else the total ÷ GPUs). Error = predicted / measured − 1; the bias is its median.
 
-**Leave one source out.** For each source, a multiplicative correction is fitted on the *other* sources only: the
-median ratio measured / predicted of their rows on the same GPU family and engine (else the same family, else all
-of them). It shows what a simple calibration on public data would buy on a publisher it has never seen. The
+**Leave one source out.** For each source, the coefficients are fitted again on the *other* sources only, and
+that fit predicts the source it never saw: what the model would do on a publisher it was not tuned on. The
 {BAND_QUANTILES[1] - BAND_QUANTILES[0]:.0%} band is the {BAND_QUANTILES[0]:.0%}–{BAND_QUANTILES[1]:.0%} quantiles
 of what remains; its coverage is measured on each held-out source with a band fitted without it.
 
@@ -149,7 +149,7 @@ def render() -> None:
     """Draw the page."""
     st.title("Model accuracy")
     st.caption("The performance model against published measurements of real serving runs: how far off it is, "
-               "in which direction, and how much a correction learnt from other publishers helps.")
+               "in which direction, and how well a fit that never saw a publisher predicts it.")
     r = _report()
     c1, c2 = st.columns(2)
     metric = c1.radio("Metric", METRICS, format_func=lambda m: LABELS[m], horizontal=True, key="acc_metric")
@@ -158,11 +158,11 @@ def render() -> None:
     _tables(r, metric, by)
     _targets(r, metric)
     st.subheader("Predicted against measured")
-    corrected = st.toggle("Show the leave-one-source-out corrected prediction", key="acc_corrected")
+    corrected = st.toggle("Show the prediction fitted without the row's source", key="acc_corrected")
     st.plotly_chart(_scatter(r, metric, corrected), key=f"acc_scatter_{metric}")
     st.subheader("Uncertainty band")
     _band(r, metric)
-    st.subheader("Worst cases (after the correction)")
+    st.subheader("Worst cases (source left out of the fit)")
     _worst(r, metric)
     st.subheader("Rows compared and left out")
     _skipped(r)

@@ -12,7 +12,8 @@ The method (docs/performance-model.md §11):
    use), at least one TPOT, TTFT or output-throughput metric, and a configuration the roofline accepts.
    Every other row goes to the ``skipped`` table with the first reason that applies (in that order).
 2. **Predictions** (:func:`predict`): one :class:`~calculators.perf.roofline.Roofline` per distinct
-   (model, GPU, tp, pp, quantization, KV dtype), default efficiencies, then
+   (model, GPU, tp, pp, quantization, KV dtype, engine generation) with the shipped fitted coefficients of
+   its GPU family, stack and engine (``performance_fit.toml``, :mod:`calculators.perf.coefficients`), then
    :func:`~calculators.perf.serving.serving_metrics` over all of that configuration's rows at once, at the
    row's load: closed-loop metrics at ``concurrency`` requests in flight, or the static-batch metrics (the
    serving module's ``static_batch_metrics`` where it has one) at ``batch_size``. TPOT [s] is compared with the measured
@@ -23,12 +24,13 @@ The method (docs/performance-model.md §11):
 3. **Errors**: signed relative error ``predicted / measured − 1`` (a fraction; −0.25 = 25 % low) and the
    log-ratio ``ln(measured / predicted)``. :func:`error_table` summarises them per metric × GPU family ×
    source: n, median |error|, median signed error (the bias) and p90 |error|, with ``"all"`` rows.
-4. **Leave one source out** (:func:`leave_one_source_out`): for each source S and metric, a multiplicative
-   correction ``exp(c)`` fitted on every *other* source: ``c`` = median log-ratio of the other sources'
-   rows of the same (GPU family, engine), else of the same GPU family, else of all of them; S's rows are
-   never used to correct S. The residual log-ratios after correction give the 10 % and 90 % quantiles that
-   make an 80 % band ``corrected × [e^q10, e^q90]``; its coverage is measured on each held-out source with
-   quantiles fitted without that source (nested leave-one-source-out).
+4. **Leave one source out** (:func:`leave_one_source_out`): each source S is predicted by the coefficients
+   refitted on every *other* source (``benchmarks/fit_performance.py`` stores one profile per left-out source
+   beside the shipped one); S's rows never shape the numbers that predict S. For a caller's own efficiencies
+   (nothing to refit) a multiplicative correction ``exp(c)`` is fitted on the other sources instead: ``c`` =
+   median log-ratio of their rows of the same (GPU family, engine), else of the same GPU family, else of all.
+   The held-out log-ratios give the 10 % and 90 % quantiles of an 80 % band ``corrected × [e^q10, e^q90]``;
+   its coverage is measured on each source with quantiles from the other sources' held-out residuals.
 
 Pure: pandas and NumPy, no Streamlit or plotly. Units: seconds and tokens/s per GPU inside, errors as fractions.
 """
@@ -37,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -45,6 +47,7 @@ import pandas as pd
 
 from calculators.errors import InvalidInputError
 from calculators.perf import serving
+from calculators.perf.coefficients import DEFAULT_ENGINE, Profile, engine_generation, load_fit
 from calculators.perf.measurements import GPUS, measurements_frame
 from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.specs.catalog import get_gpu, get_model, load_models
@@ -70,11 +73,11 @@ FAMILIES = tuple(dict.fromkeys(family for family, _ in GPUS.values()))
 ALL = "all"
 """The label of a summary row over every GPU family or every source."""
 LOADS = ("concurrency", "static_batch")
-CONFIG = ["model_id", "catalog_gpu", "tp", "pp", "quantization", "kv_dtype"]
+CONFIG = ["model_id", "catalog_gpu", "tp", "pp", "quantization", "kv_dtype", "engine_generation"]
 """The columns that pick one roofline."""
-ROW_COLUMNS = ["row_id", "source_id", "source_row", "engine", "gpu", "gpu_family", "catalog_gpu", "model",
-               "model_id", "precision", "quantization", "kv_dtype", "tp", "pp", "ep", "dp", "gpu_count",
-               "load_mode", "concurrency", "batch_size", "batch", "input_len", "output_len"]
+ROW_COLUMNS = ["row_id", "source_id", "source_row", "engine", "engine_generation", "gpu", "gpu_family",
+               "catalog_gpu", "model", "model_id", "precision", "quantization", "kv_dtype", "tp", "pp", "ep", "dp",
+               "gpu_count", "load_mode", "concurrency", "batch_size", "batch", "input_len", "output_len"]
 MEASURED_COLUMNS = ["measured_tpot_s", "tpot_key", "measured_ttft_s", "ttft_key", "measured_throughput",
                     "throughput_key"]
 _QUANT_TOKENS = frozenset({"fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8",
@@ -151,12 +154,13 @@ def kv_dtype_for(kv_cache_dtype: object) -> str:
     return _KV[str(kv_cache_dtype)]
 
 
-@cache
 def _roofline(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
-              efficiencies: Efficiencies) -> Roofline:
-    """One roofline per configuration, built once (the cache key is the configuration)."""
+              efficiencies: Efficiencies, engine: str = DEFAULT_ENGINE, profile: Profile | None = None) -> Roofline:
+    """One roofline per configuration: the given efficiencies, or (default ones) the fitted set of ``profile``
+    (default: the shipped fit) for the GPU's family and the engine."""
     return Roofline(get_model(model_id), get_gpu(gpu_id), tensor_parallel_size=tp, pipeline_parallel_size=pp,
-                    quantization=quantization, kv_cache_dtype=kv_dtype, efficiencies=efficiencies)
+                    quantization=quantization, kv_cache_dtype=kv_dtype, efficiencies=efficiencies, engine=engine,
+                    profile=profile)
 
 
 def _configure(model_id: str, gpu_id: str, tp: int, pp: int, precision: str, kv: object) -> tuple[Any, str]:
@@ -219,6 +223,8 @@ def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
         if col not in f.columns:
             f[col] = False if col == "disaggregated" else None
     f["model_id"] = f["model"].map({m: resolve_model(m) for m in f["model"].unique()})
+    version = f["engine_version"] if "engine_version" in f.columns else pd.Series(None, index=f.index)
+    f["engine_generation"] = [engine_generation(str(e), v) for e, v in zip(f["engine"], version, strict=True)]
     f["batch"] = np.where(f["load_mode"] == "static_batch", f["batch_size"], f["concurrency"]).astype(float)
     return f.join(_measured(f))
 
@@ -310,13 +316,13 @@ def _static_metrics(pm: Roofline, b: np.ndarray, i: np.ndarray, o: np.ndarray) -
     return {**serving.serving_metrics(pm, b, i, o), "ttft_s": pm.prefill_time_s(i, b)}
 
 
-def _predict_config(rows: pd.DataFrame, efficiencies: Efficiencies) -> pd.DataFrame:
+def _predict_config(rows: pd.DataFrame, efficiencies: Efficiencies, profile: Profile | None) -> pd.DataFrame:
     """Predicted TPOT, TTFT [s] and output tokens/s per GPU of rows that share one configuration: the
     closed-loop metrics at ``batch`` requests in flight, or the static-batch ones for static batches."""
     first = rows.iloc[0]
     quant = None if pd.isna(first["quantization"]) else str(first["quantization"])
     pm = _roofline(str(first["model_id"]), str(first["catalog_gpu"]), int(first["tp"]), int(first["pp"]), quant,
-                   str(first["kv_dtype"]), efficiencies)
+                   str(first["kv_dtype"]), efficiencies, str(first["engine_generation"]), profile)
     b = rows["batch"].to_numpy(float)
     i, o = rows["input_len"].to_numpy(float), rows["output_len"].to_numpy(float)
     sm = serving.serving_metrics(pm, b, i, o)
@@ -333,13 +339,15 @@ def signed_error(predicted: Any, measured: Any) -> Any:
     return np.asarray(predicted, dtype=float) / np.asarray(measured, dtype=float) - 1
 
 
-def predict(rows: pd.DataFrame, efficiencies: Efficiencies | None = None) -> pd.DataFrame:
+def predict(rows: pd.DataFrame, efficiencies: Efficiencies | None = None,
+            profile: Profile | None = None) -> pd.DataFrame:
     """One row per (comparable row, metric it carries): ``metric``, ``unit``, ``measured_key``, ``measured``
     and ``predicted`` (s, or tokens/s per GPU), ``error`` = predicted/measured − 1, ``log_ratio`` =
-    ln(measured/predicted). One roofline per configuration; serving_metrics over its rows at once."""
+    ln(measured/predicted). One roofline per configuration and engine; serving_metrics over its rows at once.
+    Without ``efficiencies`` each configuration gets the fitted set of ``profile`` (default: the shipped one)."""
     eff = efficiencies or Efficiencies()
     groups = rows.groupby(CONFIG, dropna=False, sort=False)
-    wide = rows.join(pd.concat([_predict_config(g, eff) for _, g in groups]))
+    wide = rows.join(pd.concat([_predict_config(g, eff, profile) for _, g in groups]))
     parts = []
     for metric in METRICS:
         suffix = "" if metric == "throughput" else "_s"
@@ -407,14 +415,41 @@ def fit_correction(train: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
                         index=rows.index)
 
 
-def loso_rows(pred: pd.DataFrame) -> pd.DataFrame:
-    """``pred`` with each source's rows corrected by :func:`fit_correction` fitted on the other sources'
-    rows of the same metric: ``log_correction``, ``correction_level``, ``corrected`` (predicted ×
-    e^c), ``loso_error`` = corrected/measured − 1, ``loso_log_ratio`` = ln(measured/corrected)."""
+def _repredict(held: pd.DataFrame, profile: Profile) -> pd.DataFrame:
+    """``held``'s rows (one per row and metric, as :func:`predict` gives them) predicted again with ``profile``:
+    ``log_correction`` = ln(new / old prediction) and its ``correction_level``."""
+    wide = pd.concat([_predict_config(g, Efficiencies(), profile)
+                      for _, g in held.groupby(CONFIG, dropna=False, sort=False)]).loc[held.index]
+    column = {m: f"predicted_{m}" + ("" if m == "throughput" else "_s") for m in METRICS}
+    new = np.array([wide.at[i, column[m]] for i, m in zip(held.index, held["metric"], strict=True)], dtype=float)
+    return pd.DataFrame({"log_correction": np.log(new / held["predicted"].to_numpy(float)),
+                         "correction_level": "refit without the source"}, index=held.index)
+
+
+def _refit_rows(pred: pd.DataFrame, refits: dict[str, Profile | None]) -> list[pd.DataFrame]:
+    """Each source's rows predicted by the profile fitted without it; a source with no stored refit is left
+    as predicted (level ``"no refit stored (in-sample)"``)."""
     parts = []
-    for (metric, source), held in pred.groupby(["metric", "source_id"], sort=False):
-        train = pred[(pred["metric"] == metric) & (pred["source_id"] != source)]
-        parts.append(fit_correction(train, held))
+    for source, held in pred.groupby("source_id", sort=False):
+        profile = refits.get(str(source))
+        parts.append(_repredict(held, profile) if profile is not None else pd.DataFrame(
+            {"log_correction": 0.0, "correction_level": "no refit stored (in-sample)"}, index=held.index))
+    return parts
+
+
+def loso_rows(pred: pd.DataFrame, refits: dict[str, Profile | None] | None = None) -> pd.DataFrame:
+    """``pred`` with each source's rows predicted without that source: by the coefficients refitted without
+    it (``refits``: source → profile, as ``performance_fit.toml`` stores them), or, without refits (a set of
+    efficiencies of the caller's), corrected by :func:`fit_correction` fitted on the other sources' rows of the
+    same metric. Adds ``log_correction`` (ln of held-out ÷ shipped prediction), ``correction_level``,
+    ``corrected``, ``loso_error`` = corrected/measured − 1, ``loso_log_ratio`` = ln(measured/corrected)."""
+    parts = []
+    if refits is not None:
+        parts = _refit_rows(pred, refits)
+    else:
+        for (metric, source), held in pred.groupby(["metric", "source_id"], sort=False):
+            train = pred[(pred["metric"] == metric) & (pred["source_id"] != source)]
+            parts.append(fit_correction(train, held))
     out = pred.join(pd.concat(parts)) if parts else pred.assign(log_correction=0.0, correction_level="none")
     out["corrected"] = out["predicted"] * np.exp(out["log_correction"])
     out["loso_error"] = signed_error(out["corrected"], out["measured"])
@@ -432,9 +467,11 @@ def residual_band(loso: pd.DataFrame) -> pd.DataFrame:
     return band.reindex([m for m in METRICS if m in band.index]).rename_axis("metric").reset_index()
 
 
-def _held_out_band(pred: pd.DataFrame, loso: pd.DataFrame, source: str) -> pd.DataFrame:
-    """``source``'s corrected rows with the band fitted without it (nested LOSO) and whether it holds them."""
-    band = residual_band(loso_rows(pred[pred["source_id"] != source])).set_index("metric")
+def _held_out_band(pred: pd.DataFrame, loso: pd.DataFrame, source: str, refitted: bool) -> pd.DataFrame:
+    """``source``'s corrected rows with the band fitted without it (nested LOSO) and whether it holds them.
+    Refitted rows are already held out, so the band is the other sources' residual quantiles."""
+    others = loso[loso["source_id"] != source] if refitted else loso_rows(pred[pred["source_id"] != source])
+    band = residual_band(others).set_index("metric")
     held = loso[loso["source_id"] == source]
     lo, hi = held["metric"].map(band["q10_log"]), held["metric"].map(band["q90_log"])
     r = held["loso_log_ratio"]
@@ -447,7 +484,8 @@ def band_coverage(pred: pd.DataFrame, loso: pd.DataFrame | None = None) -> pd.Da
     fitted without the row's source (and its correction fitted without it too). Per metric and source
     (``source_id`` ``"all"`` for all sources); rows whose metric no other source has are not counted."""
     loso = loso_rows(pred) if loso is None else loso
-    held = pd.concat([_held_out_band(pred, loso, s) for s in loso["source_id"].unique()])
+    refitted = bool(loso["correction_level"].isin(["refit without the source", "no refit stored (in-sample)"]).any())
+    held = pd.concat([_held_out_band(pred, loso, s, refitted) for s in loso["source_id"].unique()])
     held = held[held["has_band"]]
     parts = []
     for by in (["metric"], ["metric", "source_id"]):
@@ -478,10 +516,12 @@ class LosoResult:
     coverage: pd.DataFrame
 
 
-def leave_one_source_out(pred: pd.DataFrame, worst: int = 10) -> LosoResult:
-    """Correct each source with a factor fitted on the others (:func:`loso_rows`), then summarise: the
-    error table of ``loso_error``, the ``worst`` rows, the residual band and its held-out coverage."""
-    rows = loso_rows(pred)
+def leave_one_source_out(pred: pd.DataFrame, worst: int = 10,
+                         refits: dict[str, Profile | None] | None = None) -> LosoResult:
+    """Predict each source without it (:func:`loso_rows`: the stored refits, else a correction fitted on the
+    others), then summarise: the error table of ``loso_error``, the ``worst`` rows, the residual band and its
+    held-out coverage."""
+    rows = loso_rows(pred, refits)
     return LosoResult(rows=rows, table=error_table(rows, "loso_error"), worst=worst_rows(rows, worst),
                       band=residual_band(rows), coverage=band_coverage(pred, rows))
 
@@ -575,14 +615,22 @@ def assemble(screened: Screened, uncorrected: pd.DataFrame, loso: LosoResult) ->
 
 def accuracy_report(frame: pd.DataFrame | None = None, efficiencies: Efficiencies | None = None,
                     worst: int = 10) -> AccuracyReport:
-    """Screen, predict, score and cross-validate ``frame`` (default: the whole corpus) in one call."""
+    """Screen, predict, score and cross-validate ``frame`` (default: the whole corpus) in one call. The shipped
+    fit is judged by the refits stored without each source; a caller's ``efficiencies`` by the correction."""
     screened = screen(frame)
     pred = predict(screened.rows, efficiencies)
-    return assemble(screened, error_table(pred), leave_one_source_out(pred, worst))
+    refits = shipped_refits(pred) if efficiencies is None else None
+    return assemble(screened, error_table(pred), leave_one_source_out(pred, worst, refits))
+
+
+def shipped_refits(pred: pd.DataFrame) -> dict[str, Profile | None]:
+    """Source → the shipped fit file's profile fitted without it (None where the file has none)."""
+    fit = load_fit()
+    return {str(s): fit.without(str(s)) for s in pred["source_id"].unique()}
 
 
 __all__ = ["ALL", "BAND_QUANTILES", "BIAS_TARGET", "FAMILIES", "LABELS", "METRICS", "TARGETS", "UNITS",
            "AccuracyReport", "LosoResult", "Screened", "accuracy_report", "assemble", "band_coverage",
            "comparable_rows", "error_table", "fit_correction", "kv_dtype_for", "leave_one_source_out", "loso_rows",
            "predict", "quantization_for", "residual_band", "resolve_model", "screen", "signed_error",
-           "skipped_rows", "target_checks", "worst_rows"]
+           "shipped_refits", "skipped_rows", "target_checks", "worst_rows"]

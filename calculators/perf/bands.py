@@ -14,7 +14,6 @@ Pure: NumPy and pydantic; no Streamlit or plotly.
 from __future__ import annotations
 
 import datetime as dt
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -23,9 +22,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calculators.errors import InvalidInputError
+from calculators.perf.coefficients import parse_toml_as
 
 Metric = Literal["tpot", "ttft", "throughput"]
 BAND_FILE = "timing_bands.toml"
@@ -97,14 +97,7 @@ class TimingBand:
 
 def parse_band_file(text: str) -> BandFile:
     """Validate a band file's TOML text; a bad file names the field and what is allowed."""
-    try:
-        return BandFile.model_validate(tomllib.loads(text))
-    except tomllib.TOMLDecodeError as e:
-        raise InvalidInputError(BAND_FILE, str(e), "TOML text") from e
-    except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise InvalidInputError(f"{BAND_FILE}: {field}", err.get("input"), err["msg"]) from e
+    return parse_toml_as(BandFile, text, BAND_FILE)
 
 
 @cache

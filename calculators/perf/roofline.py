@@ -28,20 +28,22 @@ from calculators.memory.kv_cache import (
     pp_layer_partition,
 )
 from calculators.memory.weights import resolve_quantization, shard, stage_linear_sums, weight_bytes_per_gpu
+from calculators.perf.coefficients import DEFAULT_ENGINE, Profile, load_fit, resolved
 from calculators.perf.model import StepTimeMixin
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive, positive_int
 
-#: Achievable share of dense peak FLOP/s in large matmuls: 60–90 % (docs/performance-model.md §4);
-#: a bf16 8192³ product ran at ≈ 80 % on an H200 (ibid.).
-COMPUTE_EFFICIENCY = 0.7
-#: Achievable share of HBM bandwidth: NVIDIA aiconfigurator's empirical 0.8 (docs/performance-model.md §4).
-MEMORY_EFFICIENCY = 0.8
-#: Per-step fixed cost of a serving engine (scheduling, sampling, kernel launches under CUDA
-#: graphs), fitted by hand to the median of published serving benchmarks (docs/performance-model.md §4).
-STEP_OVERHEAD_S = 2.0e-3
-#: Latency of one all-reduce of a small message within a node (NCCL/custom all-reduce, ≈ 5–20 µs).
-ALLREDUCE_LATENCY_S = 10e-6
+_REF = load_fit().shipped.reference
+#: Achievable share of dense peak FLOP/s in matmuls: fitted on the public corpus (docs/performance-model.md §4;
+#: large bf16 products reach 60–90 %, ibid.). The reference value; GPU families have their own (§4).
+COMPUTE_EFFICIENCY = _REF.compute
+#: Achievable share of HBM bandwidth in decode's weight and KV reads, fitted likewise (NVIDIA aiconfigurator's
+#: empirical 0.8 is the prior, docs/performance-model.md §4).
+MEMORY_EFFICIENCY = _REF.memory
+#: Fixed cost of one engine step (scheduling, sampling, graph launch) [s], fitted (docs/performance-model.md §4).
+STEP_OVERHEAD_S = _REF.step_overhead_s
+#: Latency of one tensor-parallel all-reduce of a small message [s] (NCCL/custom all-reduce, 5–30 µs), fitted.
+ALLREDUCE_LATENCY_S = _REF.allreduce_latency_s
 #: Latency of one pipeline-stage hand-off.
 PP_HANDOFF_LATENCY_S = 20e-6
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
@@ -49,20 +51,59 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 
 @dataclass(frozen=True)
 class Efficiencies:
-    """The roofline's tunable constants (defaults above, with their sources)."""
+    """The roofline's tunable constants; the defaults are the fitted reference set of
+    ``calculators/data/performance_fit.toml`` (docs/performance-model.md §4, each term's source there).
+
+    ``compute``, ``memory``: shares of the datasheet's dense peak and HBM bandwidth (≤ 1).
+    ``step_overhead_s`` [s per step], ``layer_overhead_s`` [s per layer per step: launch gaps and small
+    kernels between the matmuls], ``sequence_overhead_s`` [s per running sequence per step: sampling, input
+    preparation, scheduling]: the engine's software costs. ``allreduce_latency_s`` [s per all-reduce].
+    ``attention_halving_context_tokens`` [tokens]: decode attention reads the KV cache at
+    ``memory / (1 + context / this)`` of the bandwidth (paged attention is not at roofline, and its split-KV
+    reduction grows with the context). ``moe_small_batch_penalty`` [×]: expert weights are read
+    ``1 + penalty / (1 + tokens per expert)`` times slower than dense ones (grouped GEMMs with a handful of rows
+    per expert), and at ``moe_expert_efficiency`` (≤ 1) of the dense reads' bandwidth at any count (grouped
+    GEMMs over many small matrices); ``moe_layer_overhead_s`` [s per MoE layer per step]: routing, token
+    permutation and the grouped GEMMs' launch and tail, which a dense layer does not have. ``mla_attention``: the
+    MLA decode kernel's efficiency relative to plain KV reads (≤ 1).
+    """
 
     compute: float = COMPUTE_EFFICIENCY
     memory: float = MEMORY_EFFICIENCY
     step_overhead_s: float = STEP_OVERHEAD_S
     allreduce_latency_s: float = ALLREDUCE_LATENCY_S
+    layer_overhead_s: float = _REF.layer_overhead_s
+    sequence_overhead_s: float = _REF.sequence_overhead_s
+    attention_halving_context_tokens: float = _REF.attention_halving_context_tokens
+    moe_small_batch_penalty: float = _REF.moe_small_batch_penalty
+    moe_layer_overhead_s: float = _REF.moe_layer_overhead_s
+    moe_expert_efficiency: float = _REF.moe_expert_efficiency
+    mla_attention: float = _REF.mla_attention
 
     def __post_init__(self) -> None:
         fraction("compute_efficiency", self.compute)
         fraction("memory_efficiency", self.memory)
-        for name in ("step_overhead_s", "allreduce_latency_s"):
+        fraction("mla_attention", self.mla_attention)
+        fraction("moe_expert_efficiency", self.moe_expert_efficiency)
+        if not np.all(np.asarray(self.attention_halving_context_tokens) > 0):  # inf: no fall with context
+            raise InvalidInputError("attention_halving_context_tokens", self.attention_halving_context_tokens,
+                                    "a positive number of tokens (inf for no fall with context)")
+        for name in ("step_overhead_s", "allreduce_latency_s", "layer_overhead_s", "sequence_overhead_s",
+                     "moe_small_batch_penalty", "moe_layer_overhead_s"):
             v = np.asarray(getattr(self, name), dtype=np.float64)
             if not np.all(np.isfinite(v) & (v >= 0)):
-                raise InvalidInputError(name, v.tolist(), "a non-negative number of seconds")
+                raise InvalidInputError(name, v.tolist(), "a non-negative number (a cost cannot be negative)")
+
+    def is_default(self) -> bool:
+        """True when every field holds its default (scalar) value: "use the fitted set" (:meth:`fitted`)."""
+        ref = Efficiencies.__dataclass_fields__
+        return all(np.ndim(getattr(self, k)) == 0 and getattr(self, k) == f.default for k, f in ref.items())
+
+    @classmethod
+    def fitted(cls, gpu: GPUSpec, engine: str = DEFAULT_ENGINE, profile: Profile | None = None) -> Efficiencies:
+        """The fitted set for ``gpu``'s family and stack and for ``engine`` (:func:`resolved`), from the shipped
+        profile unless one is given."""
+        return cls(**resolved(profile or load_fit().shipped, gpu.vendor, gpu.architecture, engine))
 
 
 def compute_dtype(gpu: GPUSpec, quantization: str, model_dtype: str) -> str:
@@ -97,13 +138,18 @@ class Coefficients:
     layers_per_stage: int
     tp: np.ndarray
     pp: int
+    mla: bool
+    moe_layers_per_stage: float
 
 
 @dataclass(frozen=True)
 class Roofline(StepTimeMixin):
     """The analytic performance model for one model on one GPU type.
 
-    ``tensor_parallel_size`` may be an array; every method then broadcasts over it too.
+    ``tensor_parallel_size`` may be an array; every method then broadcasts over it too. ``engine`` names the
+    serving engine's generation (``"vllm-v1"``, ``"vllm-v0"``, ``"sglang"``, ``"trtllm"``…): with the default
+    efficiencies the roofline uses the fitted set for its GPU's family and stack and for that engine
+    (:meth:`Efficiencies.fitted`; ``profile`` replaces the shipped fit), any other set is used as given.
     """
 
     model: ModelSpec
@@ -116,9 +162,13 @@ class Roofline(StepTimeMixin):
     efficiencies: Efficiencies = field(default_factory=Efficiencies)
     micro_batches: int | None = None
     max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS
+    engine: str = DEFAULT_ENGINE
+    profile: Profile | None = field(default=None, repr=False, compare=False)
     coefficients: Coefficients = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.efficiencies.is_default():
+            object.__setattr__(self, "efficiencies", Efficiencies.fitted(self.gpu, self.engine, self.profile))
         object.__setattr__(self, "coefficients", _coefficients(self))
 
     @property
@@ -199,7 +249,7 @@ def _coefficients(r: Roofline) -> Coefficients:
         attn_full_flop_per_token_ctx=attn * n_full, attn_window_flop_per_token_ctx=attn * n_win,
         peak_flop_per_s=g.peak_flop_per_s[r.dtype_used], bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s,
         allreduce_bytes_per_token=m.hidden_size * s, link_bytes_per_s=g.scale_up_bytes_per_s_per_direction,
-        layers_per_stage=layers, tp=tp, pp=pp)
+        layers_per_stage=layers, tp=tp, pp=pp, mla=m.is_mla, moe_layers_per_stage=layers if m.is_moe else 0.0)
 
 
 def _allreduce_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.ndarray:
@@ -209,6 +259,33 @@ def _allreduce_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.nda
     return np.where(c.tp > 1, 2 * c.layers_per_stage * one, 0.0)
 
 
+def _layers_s(c: Coefficients, e: Efficiencies) -> np.ndarray:
+    """Per-layer fixed costs of one pass over a stage [s]: every layer's, plus the MoE layers' own."""
+    return np.asarray(c.layers_per_stage * e.layer_overhead_s + c.moe_layers_per_stage * e.moe_layer_overhead_s)
+
+
+def _software_s(c: Coefficients, e: Efficiencies, sequences: np.ndarray) -> np.ndarray:
+    """The engine's fixed costs of one step [s]: per step, per running sequence (docs/performance-model.md §4)."""
+    return e.step_overhead_s + sequences * e.sequence_overhead_s
+
+
+def _weights_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.ndarray:
+    """Reading the weights a step of ``tokens`` tokens touches [s]: dense ones at the memory efficiency, the
+    experts ``E·(1 − (1 − k/E)^T)`` of them touched, at ``moe_expert_efficiency`` of that bandwidth and slowed
+    ``1 + penalty / (1 + T·k/E)`` at few tokens per expert (grouped GEMMs of a few rows,
+    docs/performance-model.md §4)."""
+    touched = 1 - (1 - c.expert_hit_fraction) ** tokens
+    slow = (1 + e.moe_small_batch_penalty / (1 + tokens * c.expert_hit_fraction)) / e.moe_expert_efficiency
+    return (c.dense_weight_bytes + c.expert_weight_bytes * touched * slow) / (c.bandwidth_bytes_per_s * e.memory)
+
+
+def _attention_read_s(c: Coefficients, e: Efficiencies, kv_bytes: np.ndarray, ctx: np.ndarray) -> np.ndarray:
+    """Decode attention reading ``kv_bytes`` of KV cache at ``ctx`` tokens of context [s]: bandwidth efficiency
+    ``memory / (1 + ctx / attention_halving_context_tokens)``, times ``mla_attention`` for MLA."""
+    eff = e.memory * np.where(c.mla, e.mla_attention, 1.0) / (1 + ctx / e.attention_halving_context_tokens)
+    return kv_bytes / (c.bandwidth_bytes_per_s * eff)
+
+
 def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLike,
                  micro_batches: int) -> dict[str, np.ndarray]:
     """The decode step split into its terms [s] (see the module docstring)."""
@@ -216,19 +293,21 @@ def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayL
     ctx = np.asarray(ctx, dtype=np.float64)
     win = np.minimum(ctx, c.window_tokens)
     touched = 1 - (1 - c.expert_hit_fraction) ** b
-    mem_bytes = (c.dense_weight_bytes + c.expert_weight_bytes * touched
-                 + b * (c.kv_full_bytes_per_token * ctx + c.kv_window_bytes_per_token * win))
+    kv_read = b * (c.kv_full_bytes_per_token * ctx + c.kv_window_bytes_per_token * win)
+    mem_bytes = c.dense_weight_bytes + c.expert_weight_bytes * touched + kv_read
     flop = b * (c.linear_flop_per_token + c.attn_full_flop_per_token_ctx * ctx
                 + c.attn_window_flop_per_token_ctx * win)
     compute_s = flop / (c.peak_flop_per_s * e.compute)
-    memory_s = mem_bytes / (c.bandwidth_bytes_per_s * e.memory)
-    comm_s = _allreduce_s(c, e, b)
+    memory_s = _weights_s(c, e, b) + _attention_read_s(c, e, kv_read, ctx)
+    comm_s = _allreduce_s(c, e, b) + _layers_s(c, e)
     stages = micro_batches + c.pp - 1
     handoff = (c.pp - 1) * (b * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
                             + PP_HANDOFF_LATENCY_S)
-    step = stages * (np.maximum(compute_s, memory_s) + comm_s) + handoff + e.step_overhead_s
-    return {"compute_s": compute_s, "memory_s": memory_s, "allreduce_s": comm_s * stages,
-            "overhead_s": np.full_like(step, e.step_overhead_s), "step_s": step, "flop": flop, "bytes": mem_bytes,
+    overhead = _software_s(c, e, b * micro_batches)
+    step = stages * (np.maximum(compute_s, memory_s) + comm_s) + handoff + overhead
+    return {"compute_s": compute_s, "memory_s": memory_s, "allreduce_s": _allreduce_s(c, e, b) * stages,
+            "overhead_s": overhead + stages * _layers_s(c, e) + 0 * step, "step_s": step,
+            "flop": flop, "bytes": mem_bytes,
             "bubble_fraction": (c.pp - 1) / stages + 0 * step,
             "memory_bound": memory_s >= compute_s}
 
@@ -248,18 +327,20 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     ctx = np.asarray(ctx, dtype=np.float64)
     half = np.asarray(prompt_tokens, dtype=np.float64) / 2
     win, half_win = np.minimum(ctx, c.window_tokens), np.minimum(half, c.window_tokens)
-    touched = 1 - (1 - c.expert_hit_fraction) ** (b + p)
-    kv = (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token) * p + (  # prompt KV written, as in prefill
-        b * (c.kv_full_bytes_per_token * ctx + c.kv_window_bytes_per_token * win))
-    mem_bytes = c.dense_weight_bytes + c.expert_weight_bytes * touched + kv
+    written = (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token) * p  # prompt KV written, as in prefill
+    kv_read = b * (c.kv_full_bytes_per_token * ctx + c.kv_window_bytes_per_token * win)
     flop = (b + p) * c.linear_flop_per_token + c.attn_full_flop_per_token_ctx * (b * ctx + p * half) + (
         c.attn_window_flop_per_token_ctx * (b * win + p * half_win))
     compute_s = flop / (c.peak_flop_per_s * e.compute)
-    memory_s = mem_bytes / (c.bandwidth_bytes_per_s * e.memory)
+    memory_s = (_weights_s(c, e, b + p) + written / (c.bandwidth_bytes_per_s * e.memory)
+                + _attention_read_s(c, e, kv_read, ctx))
     stages = micro_batches + c.pp - 1
     handoff = (c.pp - 1) * ((b + p) * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
                             + PP_HANDOFF_LATENCY_S)
-    step = stages * (np.maximum(compute_s, memory_s) + _allreduce_s(c, e, b + p)) + handoff + e.step_overhead_s
+    comm_s = _allreduce_s(c, e, b + p) + _layers_s(c, e)
+    prompts = p * micro_batches / np.maximum(2 * half, 1.0)
+    step = stages * (np.maximum(compute_s, memory_s) + comm_s) + handoff + _software_s(c, e, b * micro_batches
+                                                                                       + prompts)
     return {"compute_s": compute_s, "memory_s": memory_s, "step_s": step, "memory_bound": memory_s >= compute_s}
 
 
@@ -275,12 +356,11 @@ def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: 
     causal_win = w * (w + 1) / 2 + (p - w) * w
     flop = (tokens * c.linear_flop_per_token
             + n * (c.attn_full_flop_per_token_ctx * causal_full + c.attn_window_flop_per_token_ctx * causal_win))
-    touched = 1 - (1 - c.expert_hit_fraction) ** (tokens / chunks)
-    mem = (chunks * (c.dense_weight_bytes + c.expert_weight_bytes * touched)
-           + tokens * (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token))
+    written = tokens * (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token)
     compute_s = flop / (c.peak_flop_per_s * e.compute)
-    memory_s = mem / (c.bandwidth_bytes_per_s * e.memory)
-    per_chunk = _allreduce_s(c, e, tokens / chunks) + e.step_overhead_s
+    memory_s = chunks * _weights_s(c, e, tokens / chunks) + written / (c.bandwidth_bytes_per_s * e.memory)
+    per_chunk = (_allreduce_s(c, e, tokens / chunks) + _layers_s(c, e)
+                 + _software_s(c, e, n / chunks))
     handoff = (c.pp - 1) * (tokens * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
                             + PP_HANDOFF_LATENCY_S)
     time = c.pp * np.maximum(compute_s, memory_s) + chunks * per_chunk * c.pp + handoff

@@ -22,6 +22,14 @@ def stack_coefficients(parts: list[Coefficients]) -> Coefficients:
     return Coefficients(**stacked)
 
 
+def stack_efficiencies(parts: list[tuple[Efficiencies, int]]) -> Efficiencies:
+    """Each configuration's efficiencies (the fitted set of its GPU family, or the one given), ``n`` rows each,
+    as one set of 1-D arrays with a trailing (batch, context) axis pair."""
+    cols: dict[str, Any] = {f.name: np.concatenate([np.full(n, getattr(e, f.name), dtype=np.float64)
+                                                     for e, n in parts])[:, None, None] for f in fields(Efficiencies)}
+    return Efficiencies(**cols)
+
+
 def decode_sweep(models: list[ModelSpec], gpus: list[GPUSpec], tensor_parallel_sizes: list[int],
                  batch_sizes: np.ndarray, context_lens: np.ndarray, *, quantizations: tuple[str, ...] = ("none",),
                  efficiencies: Efficiencies | None = None) -> pd.DataFrame:
@@ -32,7 +40,7 @@ def decode_sweep(models: list[ModelSpec], gpus: list[GPUSpec], tensor_parallel_s
     broadcast over (configuration, batch, context).
     """
     e = efficiencies or Efficiencies()
-    parts, labels = [], []
+    parts, effs, labels = [], [], []
     for m in models:
         tps = [t for t in tensor_parallel_sizes if m.num_attention_heads % t == 0 and
                (m.is_mla or (m.num_key_value_heads % t == 0 if t <= m.num_key_value_heads
@@ -44,13 +52,14 @@ def decode_sweep(models: list[ModelSpec], gpus: list[GPUSpec], tensor_parallel_s
                     continue
                 r = Roofline(m, g, tensor_parallel_size=np.array(use), quantization=q, efficiencies=e)
                 parts.append(r.coefficients)
+                effs.append((r.efficiencies, len(use)))
                 labels += [(m.id, g.id, q, t) for t in use]
     if not parts:
         raise InvalidInputError("tensor_parallel_size", tensor_parallel_sizes, "a size every model can use")
     c = stack_coefficients(parts)
     b = np.asarray(batch_sizes, dtype=np.float64)[None, :, None]
     ctx = np.asarray(context_lens, dtype=np.float64)[None, None, :]
-    t = decode_terms(_expand(c), e, b, ctx, 1)
+    t = decode_terms(_expand(c), stack_efficiencies(effs), b, ctx, 1)
     step = t["step_s"]
     shape = step.shape
     per_cfg = shape[1] * shape[2]  # rows per configuration, configurations outermost

@@ -88,7 +88,7 @@ def band_lines(report: AccuracyReport, metric: str) -> list[str]:
 
 
 def worst_lines(report: AccuracyReport, metric: str | None = None, n: int = 10) -> list[str]:
-    """The rows furthest from their measurement after the LOSO correction."""
+    """The rows furthest from their measurement when their source is left out of the fit."""
     w = report.worst if metric is None else worst_rows(report.predictions[report.predictions["metric"] == metric], n)
     lines = [f"  {'source':<22} {'model':<32} {'GPU':<16} {'TP':>3} {'conc.':>6} {'metric':<10} "
              f"{'measured':>16} {'predicted':>16} {'error':>8} {'LOSO':>8}"]
@@ -113,9 +113,9 @@ def report_lines(report: AccuracyReport, metrics: tuple[str, ...] = METRICS, by:
                  worst: int = 10) -> list[str]:
     """The whole text report: per metric the uncorrected and LOSO tables, targets and band; then the
     worst rows and the skipped counts."""
-    lines = ["Performance model against the public measurement corpus (default efficiencies)",
+    lines = ["Performance model against the public measurement corpus (shipped fitted coefficients)",
              "error = predicted / measured − 1; |e| med = median |error|; bias = median signed error; LOSO = "
-             "corrected per (GPU family, engine) by a factor fitted without the row's own source", ""]
+             "predicted by the coefficients refitted without the row's own source", ""]
     for metric in metrics:
         if not (report.uncorrected["metric"] == metric).any():
             continue
@@ -123,6 +123,6 @@ def report_lines(report: AccuracyReport, metrics: tuple[str, ...] = METRICS, by:
         lines += comparison_lines(report, metric, by) + target_lines(report, metric) + band_lines(report, metric)
         lines.append("")
     one = metrics[0] if len(metrics) == 1 else None
-    lines += [f"Worst {worst} rows after the LOSO correction (by |ln(measured / corrected)|)"]
+    lines += [f"Worst {worst} rows left out of the fit (by |ln(measured / held-out prediction)|)"]
     lines += worst_lines(report, one, worst) + [""] + skipped_lines(report)
     return lines

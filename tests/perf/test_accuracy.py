@@ -23,6 +23,7 @@ from calculators.perf.accuracy import (
     screen,
     signed_error,
 )
+from calculators.perf.coefficients import load_fit
 from calculators.perf.measurements import load_measurements
 from calculators.perf.roofline import Roofline
 from calculators.specs.catalog import get_gpu, get_model
@@ -181,3 +182,18 @@ def test_report_json_has_every_part(report):
     json.dumps(doc, allow_nan=False)
     assert {r["metric"] for r in doc["uncorrected"]} <= {"tpot", "ttft", "throughput"}
     assert all(0 <= r["coverage"] <= 1 for r in doc["band_coverage"])
+
+
+def test_loso_with_refits_predicts_each_source_by_the_profile_fitted_without_it():
+    rows = comparable_rows()
+    some = rows[rows["source_id"].isin(["lmdeploy", "trtllm_perf_overview"])]
+    pred = predict(some)
+    other = load_fit().shipped.model_copy(update={"reference": load_fit().shipped.reference.model_copy(
+        update={"step_overhead_s": 0.05})})                         # every step 50 ms slower than shipped
+    out = loso_rows(pred, {"lmdeploy": other, "trtllm_perf_overview": None})
+    lm, tr = out[out["source_id"] == "lmdeploy"], out[out["source_id"] != "lmdeploy"]
+    assert set(lm["correction_level"]) == {"refit without the source"}
+    assert (lm[lm["metric"] == "tpot"]["corrected"] > lm[lm["metric"] == "tpot"]["predicted"] + 0.04).all()
+    assert set(tr["correction_level"]) == {"no refit stored (in-sample)"}
+    assert np.allclose(tr["corrected"], tr["predicted"])
+    assert {"inferencex", "dstack", "lmdeploy"} <= {h.source for h in load_fit().held_out}

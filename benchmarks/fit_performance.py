@@ -1,0 +1,217 @@
+"""Fit the performance model's default coefficients on the public corpus; write ``performance_fit.toml``.
+
+    .venv/bin/python benchmarks/fit_performance.py [--check] [--iterations N]
+
+What is fitted (docs/performance-model.md §4): the reference set of
+:class:`~calculators.perf.roofline.Efficiencies` (11 numbers), a compute and a memory efficiency per GPU family,
+a factor on the software costs for the ROCm stack and one per engine generation — 31 numbers for the 5 sources with
+comparable rows (12 in the corpus), the
+per-family and per-engine ones drawn towards the reference by a Gaussian prior so that a family or engine
+seen in one source moves only as far as its rows insist. The loss is a robust (Cauchy, scale 0.3) sum of the
+log-ratios ``ln(measured / predicted)`` of TPOT, TTFT (half weight) and output tokens/s per GPU over every
+comparable row, each source's rows weighted ``1 / √n`` so the largest source does not drown the others;
+Levenberg–Marquardt on forward-difference Jacobians, efficiencies through a logistic (so never above 1) and
+costs through an exponential (never negative).
+
+The shipped profile is fitted on every source; then once per source with that source's rows left out
+(warm-started from the shipped fit), and those held-out profiles are stored too: the accuracy harness
+predicts each source with the profile that never saw it (leave-one-source-out).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from calculators.perf.accuracy import comparable_rows, predict  # noqa: E402
+from calculators.perf.coefficients import FIT_FILE, Profile, parse_fit_file  # noqa: E402
+from calculators.perf.measurements import measurements_frame  # noqa: E402
+
+OUT = ROOT / "calculators" / "data" / FIT_FILE
+#: (name, transform, start, prior sd in θ) of the reference set. θ is logit for efficiencies, log otherwise.
+REFERENCE = [("compute", "logit", 0.7, 1.5), ("memory", "logit", 0.8, 1.5), ("step_overhead_s", "log", 2e-3, 2.0),
+             ("layer_overhead_s", "log", 2e-5, 3.0), ("sequence_overhead_s", "log", 2e-5, 3.0),
+             ("allreduce_latency_s", "log", 1e-5, 2.0), ("attention_halving_context_tokens", "log", 3e4, 3.0),
+             ("moe_small_batch_penalty", "log", 0.5, 3.0), ("moe_layer_overhead_s", "log", 2e-5, 3.0),
+             ("moe_expert_efficiency", "logit", 0.7, 1.5), ("mla_attention", "logit", 0.8, 2.0)]
+FAMILY_SD, STACK_SD, ENGINE_SD = 0.7, 1.0, 0.7
+STACKS = ("ROCm",)
+ENGINES = ("sglang", "sglang-old", "trtllm", "trtllm-old", "vllm-v0", "lmdeploy", "atom")
+METRIC_WEIGHT = {"tpot": 1.0, "ttft": 0.5, "throughput": 1.0}
+SCALE = 0.3
+
+
+def _to(transform: str, v: float) -> float:
+    return float(np.log(v / (1 - v)) if transform == "logit" else np.log(v))
+
+
+def _from(transform: str, x: float) -> float:
+    return float(1 / (1 + np.exp(-x)) if transform == "logit" else np.exp(x))
+
+
+class Space:
+    """θ ↔ Profile: the reference (11), per-family compute and memory logit offsets, stack and engine
+    log-factors."""
+
+    def __init__(self, families: list[str]) -> None:
+        self.families = families
+        self.names = ([n for n, *_ in REFERENCE] + [f"family:{f}" for f in families]
+                      + [f"compute:{f}" for f in families] + [f"stack:{s}" for s in STACKS]
+                      + [f"engine:{e}" for e in ENGINES])
+        self.mean = np.array([_to(t, v) for _, t, v, _ in REFERENCE] + [0.0] * (len(self.names) - len(REFERENCE)))
+        self.sd = np.array([sd for *_, sd in REFERENCE] + [FAMILY_SD] * 2 * len(families)
+                           + [STACK_SD] * len(STACKS) + [ENGINE_SD] * len(ENGINES))
+
+    def profile(self, theta: np.ndarray) -> Profile:
+        ref = {n: _from(t, theta[i]) for i, (n, t, _, _) in enumerate(REFERENCE)}
+        k = len(REFERENCE)
+        n = len(self.families)
+        fam = {f: {"compute": _from("logit", theta[0] + theta[k + n + j]),
+                   "memory": _from("logit", theta[1] + theta[k + j])} for j, f in enumerate(self.families)}
+        k += 2 * n
+        stack = {s: {"overhead_factor": float(np.exp(theta[k + j]))} for j, s in enumerate(STACKS)}
+        k += len(STACKS)
+        eng = {e: {"overhead_factor": float(np.exp(theta[k + j]))} for j, e in enumerate(ENGINES)}
+        return Profile.model_validate({"reference": ref, "family": fam, "stack": stack, "engine": eng})
+
+
+def residuals(rows: pd.DataFrame, profile: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """Log-ratios ln(measured / predicted) of every compared point, and their weights."""
+    p = predict(rows, profile=profile)
+    n = p.groupby(["source_id", "metric"])["metric"].transform("size").to_numpy(float)
+    w = p["metric"].map(METRIC_WEIGHT).to_numpy(float) / np.sqrt(n)
+    return np.nan_to_num(p["log_ratio"].to_numpy(float), nan=0.0, posinf=5.0, neginf=-5.0), w
+
+
+def _robust(r: np.ndarray) -> tuple[float, np.ndarray]:
+    """Cauchy loss ``s²·ln(1 + (r/s)²)`` and its IRLS weights ``1 / (1 + (r/s)²)``: a point 20× off (a benchmark
+    that queued its requests for minutes) pulls on the fit almost nothing, one 20 % off fully."""
+    z = 1 + (r / SCALE) ** 2
+    return float(np.sum(np.log(z)) * SCALE**2), 1 / z
+
+
+def _objective(rows: pd.DataFrame, space: Space, theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """The prior-regularised robust loss at ``theta``, with the residuals and weights it came from."""
+    r, w = residuals(rows, space.profile(theta))
+    prior = (theta - space.mean) / space.sd
+    return _robust(np.sqrt(w) * r)[0] + SCALE**2 * float(prior @ prior), r, w
+
+
+def _levenberg_marquardt(rows: pd.DataFrame, space: Space, theta: np.ndarray, iterations: int,
+                         log: Callable[[str], None]) -> np.ndarray:
+    """Gauss–Newton steps on IRLS weights, damped until the loss falls; stops when no step helps."""
+    mu = 1e-2
+    loss, r, w = _objective(rows, space, theta)
+    previous = np.inf
+    for it in range(iterations):
+        sw = np.sqrt(w * _robust(np.sqrt(w) * r)[1])
+        jac = np.empty((len(r), len(theta)))
+        for j in range(len(theta)):
+            d = theta.copy()
+            d[j] += 1e-3
+            jac[:, j] = (residuals(rows, space.profile(d))[0] - r) / 1e-3
+        a = (jac * sw[:, None]).T @ (jac * sw[:, None]) + np.diag(SCALE**2 / space.sd**2)
+        g = (jac * sw[:, None]).T @ (sw * r) + SCALE**2 * (theta - space.mean) / space.sd**2
+        for _ in range(10):
+            step = np.linalg.solve(a + mu * np.diag(np.diag(a)), -g)
+            new_loss, nr, nw = _objective(rows, space, theta + step)
+            if new_loss < loss:
+                theta, loss, r, w, mu = theta + step, new_loss, nr, nw, mu / 3
+                break
+            mu *= 4
+        else:
+            break
+        log(f"  iteration {it + 1}: loss {loss:.5f}, median |log-ratio| {np.median(np.abs(r)):.3f}")
+        if np.max(np.abs(step)) < 1e-3 or _stalled(loss, previous):
+            break
+        previous = loss
+    return theta
+
+
+def _stalled(loss: float, previous: float) -> bool:
+    """The last step bought less than 0.01 % of the loss."""
+    return previous - loss < 1e-4 * loss
+
+
+def _polish(rows: pd.DataFrame, space: Space, theta: np.ndarray, log: Callable[[str], None]) -> np.ndarray:
+    """One coordinate sweep at steps 0.4 and 0.1 in θ: where the loss is not smooth (the roofline's max, the
+    prefill chunks), a step along one coefficient can still help after Gauss–Newton stalls."""
+    loss = _objective(rows, space, theta)[0]
+    for delta in (0.4, 0.1):
+        for j in range(len(theta)):
+            for sign in (1.0, -1.0):
+                trial = theta.copy()
+                trial[j] += sign * delta
+                new = _objective(rows, space, trial)[0]
+                if new < loss:
+                    theta, loss = trial, new
+                    break
+    log(f"  coordinate sweep: loss {loss:.5f}")
+    return theta
+
+
+def fit(rows: pd.DataFrame, space: Space, start: np.ndarray, iterations: int,
+        log: Callable[[str], None] = print) -> np.ndarray:
+    """Levenberg–Marquardt, a coordinate sweep, Levenberg–Marquardt again (see the module docstring)."""
+    theta = _levenberg_marquardt(rows, space, start.copy(), iterations, log)
+    theta = _polish(rows, space, theta, log)
+    return _levenberg_marquardt(rows, space, theta, iterations, log)
+
+
+def _toml_table(header: str, values: dict[str, float]) -> list[str]:
+    return [f"[{header}]", *(f"{k} = {v:.6g}" for k, v in values.items()), ""]
+
+
+def profile_toml(prefix: str, p: Profile) -> list[str]:
+    """TOML lines of one profile under ``prefix`` (``shipped`` or ``held_out.profile``)."""
+    lines = _toml_table(f"{prefix}.reference", p.reference.model_dump())
+    for kind in ("family", "stack", "engine"):
+        for key, entry in getattr(p, kind).items():
+            lines += _toml_table(f'{prefix}.{kind}."{key}"', entry.model_dump())
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="print the fit, do not write the file")
+    ap.add_argument("--iterations", type=int, default=25)
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    frame = measurements_frame()
+    rows = comparable_rows(frame)
+    space = Space(sorted(rows["gpu_family"].unique()))
+    print(f"fitting {len(space.names)} numbers on {len(rows)} rows of {rows['source_id'].nunique()} sources")
+    shipped = fit(rows, space, space.mean, args.iterations)
+    lines = ["# The performance model's default coefficients, fitted on the public measurement corpus.",
+             "# Written by benchmarks/fit_performance.py; method in docs/performance-model.md §4 and §11.",
+             f"fitted = {dt.date.today().isoformat()}",
+             f'corpus = "public measurement corpus: {len(frame)} rows, {frame["source_id"].nunique()} sources, '
+             f'{len(rows)} comparable"',
+             'method = "robust (Cauchy) least squares on log-ratios, sources weighted 1/sqrt(n), Gaussian prior on the '
+             'per-family, per-stack and per-engine entries"',
+             'script = "benchmarks/fit_performance.py"', "", *profile_toml("shipped", space.profile(shipped))]
+    for source in sorted(rows["source_id"].unique()):
+        print(f"refit without {source}")
+        theta = fit(rows[rows["source_id"] != source], space, shipped, args.iterations)
+        lines += ["[[held_out]]", f'source = "{source}"', "", *profile_toml("held_out.profile", space.profile(theta))]
+    text = "\n".join(lines)
+    parse_fit_file(text)
+    print(text)
+    if not args.check:
+        OUT.write_text(text, encoding="utf-8")
+        print(f"wrote {OUT.relative_to(ROOT)}")
+    print(f"{time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

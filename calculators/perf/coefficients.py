@@ -1,0 +1,197 @@
+"""The performance model's default coefficients, fitted on the public measurement corpus and shipped as data.
+
+``calculators/data/performance_fit.toml`` holds one **profile**: a reference set of efficiencies and costs
+(the fields of :class:`calculators.perf.roofline.Efficiencies`), compute and memory efficiencies per GPU
+family, and factors on the per-step software costs per software stack (CUDA, ROCm, Gaudi) and per engine
+generation (vLLM V0/V1, SGLang, TensorRT-LLM, LMDeploy, ATOM). It also holds the profiles refitted with each
+source of the corpus left out, which the accuracy harness uses to score the model on the source it did not
+see (docs/performance-model.md §4 and §11). ``benchmarks/fit_performance.py`` writes the file.
+
+A calibration that would put an efficiency above 1 (faster than the datasheet) or a cost below 0 is refused
+on load with the field and the reason. Pure: pydantic and the standard library (no NumPy, pandas, Streamlit).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+import tomllib
+from functools import cache
+from importlib.resources import files
+from typing import Annotated, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from calculators.errors import InvalidInputError
+
+FIT_FILE = "performance_fit.toml"
+M = TypeVar("M", bound=BaseModel)
+#: The engine generation a product figure assumes when none is named: vLLM's V1 engine (default since 0.8).
+DEFAULT_ENGINE = "vllm-v1"
+_STACKS = {"NVIDIA": "CUDA", "AMD": "ROCm", "INTEL": "Gaudi", "GOOGLE": "TPU"}
+_FAMILIES = {"Ada Lovelace": "Ada", "Blackwell Ultra": "Blackwell", "CDNA 2": "CDNA2", "CDNA 3": "CDNA3",
+             "CDNA 4": "CDNA4"}
+#: The release where an engine's current generation starts (vLLM's is handled apart: V0/V1).
+_GENERATIONS = {"sglang": (0, 5), "trtllm": (1, 0)}
+_ENGINES = {"tensorrt-llm": "trtllm", "trt-llm": "trtllm"}
+
+
+def _efficiency(v: float) -> float:
+    if not 0 < v <= 1:
+        raise ValueError(f"efficiency {v} is outside (0, 1]: no kernel runs faster than the datasheet peak")
+    return v
+
+
+def _cost(v: float) -> float:
+    if v < 0:
+        raise ValueError(f"cost {v} is negative: an engine cannot finish its work before starting it")
+    return v
+
+
+def _factor(v: float) -> float:
+    if not v > 0:
+        raise ValueError(f"overhead_factor {v} is not positive: software costs cannot vanish or turn negative")
+    return v
+
+
+Efficiency = Annotated[float, AfterValidator(_efficiency)]
+Cost = Annotated[float, AfterValidator(_cost)]
+
+
+class ReferenceSet(BaseModel):
+    """The efficiencies and costs of GPUs, stacks and engines that have no entry of their own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    compute: Efficiency = Field(description="share of dense peak FLOP/s reached by the matmuls")
+    memory: Efficiency = Field(description="share of HBM bandwidth reached by weight and KV reads")
+    step_overhead_s: Cost = Field(description="fixed cost of one engine step [s]")
+    layer_overhead_s: Cost = Field(description="cost per layer per step: launches and small kernels [s]")
+    sequence_overhead_s: Cost = Field(description="cost per running sequence per step [s]")
+    allreduce_latency_s: Cost = Field(description="latency of one tensor-parallel all-reduce [s]")
+    attention_halving_context_tokens: float = Field(gt=0, description="context where decode attention's "
+                                                    "bandwidth efficiency halves [tokens]")
+    moe_small_batch_penalty: Cost = Field(description="extra expert-read time at no tokens per expert (×)")
+    moe_layer_overhead_s: Cost = Field(description="cost per MoE layer per step: routing, permutation [s]")
+    moe_expert_efficiency: Efficiency = Field(description="expert (grouped GEMM) reads' share of the dense bandwidth")
+    mla_attention: Efficiency = Field(description="MLA decode kernel efficiency relative to plain KV reads")
+
+
+class FamilyEntry(BaseModel):
+    """Compute and memory efficiency of one GPU family (e.g. ``"AMD CDNA3"``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    compute: Efficiency
+    memory: Efficiency
+
+
+class FactorEntry(BaseModel):
+    """A factor on the per-step software costs (fixed, per layer, per sequence) of a stack or an engine."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    overhead_factor: Annotated[float, AfterValidator(_factor)]
+
+
+class Profile(BaseModel):
+    """One fitted set: the reference and its per-family, per-stack and per-engine entries."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reference: ReferenceSet
+    family: dict[str, FamilyEntry] = {}
+    stack: dict[str, FactorEntry] = {}
+    engine: dict[str, FactorEntry] = {}
+
+
+class HeldOut(BaseModel):
+    """The profile refitted without one source's rows (leave-one-source-out)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str = Field(min_length=1)
+    profile: Profile
+
+
+class FitFile(BaseModel):
+    """``performance_fit.toml``: provenance, the shipped profile and the held-out refits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fitted: dt.date
+    corpus: str = Field(min_length=1)
+    method: str = Field(min_length=1)
+    script: str = Field(min_length=1)
+    shipped: Profile
+    held_out: list[HeldOut] = []
+
+    def without(self, source: str) -> Profile | None:
+        """The profile fitted without ``source``, None when the file has none."""
+        return next((h.profile for h in self.held_out if h.source == source), None)
+
+
+def parse_toml_as(schema: type[M], text: str, name: str) -> M:
+    """``text`` (TOML) validated by ``schema``; a bad value raises with the file ``name``, the field and why."""
+    try:
+        return schema.model_validate(tomllib.loads(text))
+    except tomllib.TOMLDecodeError as e:
+        raise InvalidInputError(name, str(e), "TOML text") from e
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise InvalidInputError(f"{name}: {field}", err.get("input"), err["msg"]) from e
+
+
+def parse_fit_file(text: str) -> FitFile:
+    """Validate a fit file's TOML text; a bad value names its field and the reason."""
+    return parse_toml_as(FitFile, text, FIT_FILE)
+
+
+@cache
+def load_fit() -> FitFile:
+    """The shipped fit file, validated once."""
+    return parse_fit_file(files("calculators.data").joinpath(FIT_FILE).read_text(encoding="utf-8"))
+
+
+def gpu_family(vendor: str, architecture: str) -> str:
+    """``"NVIDIA Hopper"``, ``"AMD CDNA3"``: the family label the corpus and the fit use."""
+    return f"{vendor} {_FAMILIES.get(architecture, architecture)}"
+
+
+def software_stack(vendor: str) -> str:
+    """CUDA for NVIDIA, ROCm for AMD, Gaudi for Intel, TPU for Google (else the vendor's name)."""
+    return _STACKS.get(vendor.upper(), vendor)
+
+
+def engine_generation(engine: str, version: object = None) -> str:
+    """The engine key of the fit: vLLM split at 0.8, where V1 became the default engine
+    (https://blog.vllm.ai/2025/01/27/v1-alpha-release.html, default from v0.8.0); SGLang before 0.5 and
+    TensorRT-LLM before 1.0 (the PyTorch-backend rewrite) as ``sglang-old`` and ``trtllm-old``; others by name."""
+    name = _ENGINES.get(engine.lower(), engine.lower())
+    found = re.search(r"(\d+)\.(\d+)", str(version or ""))
+    release = (int(found[1]), int(found[2])) if found else None
+    if name == "vllm":
+        return "vllm-v0" if release is not None and release < (0, 8) else DEFAULT_ENGINE
+    if name in _GENERATIONS and release is not None and release < _GENERATIONS[name]:
+        return f"{name}-old"
+    return name
+
+
+def resolved(profile: Profile, vendor: str, architecture: str, engine: str) -> dict[str, float]:
+    """The efficiencies and costs for one GPU and engine: the family's efficiencies where it has an entry,
+    the software costs times the stack's and the engine's factors (docs/performance-model.md §4)."""
+    ref = profile.reference.model_dump()
+    fam = profile.family.get(gpu_family(vendor, architecture))
+    if fam is not None:
+        ref["compute"], ref["memory"] = fam.compute, fam.memory
+    one = FactorEntry(overhead_factor=1.0)
+    factor = (profile.stack.get(software_stack(vendor), one).overhead_factor
+              * profile.engine.get(engine, one).overhead_factor)
+    for key in ("step_overhead_s", "layer_overhead_s", "sequence_overhead_s", "moe_layer_overhead_s"):
+        ref[key] *= factor
+    return ref
+
+
+__all__ = ["DEFAULT_ENGINE", "FIT_FILE", "FactorEntry", "FamilyEntry", "FitFile", "HeldOut", "Profile",
+           "ReferenceSet", "engine_generation", "gpu_family", "load_fit", "parse_fit_file", "parse_toml_as", "resolved",
+           "software_stack"]

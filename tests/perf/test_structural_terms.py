@@ -1,0 +1,116 @@
+"""The step-time terms that engines show beyond the roofline, and the fitted coefficients file (by hand)."""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from calculators.errors import InvalidInputError
+from calculators.perf.coefficients import Profile, engine_generation, gpu_family, parse_fit_file, resolved
+from calculators.perf.roofline import Efficiencies, Roofline
+from calculators.specs.catalog import get_gpu, get_model
+
+IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_latency_s=0.0, layer_overhead_s=0.0,
+                     sequence_overhead_s=0.0, attention_halving_context_tokens=math.inf, moe_small_batch_penalty=0.0,
+                     moe_layer_overhead_s=0.0, moe_expert_efficiency=1.0, mla_attention=1.0)
+W_8B = 8_030_261_248 * 2 + 131_072 * 128 * 2   # Llama-3.1-8B weights + rotary cache [bytes]
+KV_8B = 131_072                                 # KV bytes per token, 32 layers × 2 × 8 heads × 128 × 2 B
+BW_H100 = 3.35e12
+
+
+def _l8(e: Efficiencies) -> Roofline:
+    return Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), efficiencies=e)
+
+
+def test_software_costs_per_step_per_layer_per_sequence():
+    # B = 4 at 1 token: memory-bound, (W + 4·KV)/bw, plus 1 ms + 32 layers × 10 µs + 4 sequences × 5 µs = 1.34 ms.
+    e = replace(IDEAL, step_overhead_s=1e-3, layer_overhead_s=10e-6, sequence_overhead_s=5e-6)
+    assert _l8(e).decode_step_time_s(4, 1) == pytest.approx((W_8B + 4 * KV_8B) / BW_H100 + 1.34e-3, rel=1e-9)
+
+
+def test_attention_bandwidth_halves_at_the_halving_context():
+    # One sequence at 8,192 tokens with the halving context at 8,192: its KV read takes twice as long.
+    e = replace(IDEAL, attention_halving_context_tokens=8192.0)
+    assert _l8(e).decode_step_time_s(1, 8192) == pytest.approx((W_8B + 2 * 8192 * KV_8B) / BW_H100, rel=1e-9)
+
+
+def test_expert_reads_slow_down_at_few_tokens_per_expert():
+    # Mixtral (8 experts, top-2), B = 1: 2 of 8 experts read, 0.25 tokens per expert → × (1 + 0.5/1.25) = 1.4,
+    # at half the dense bandwidth → × 2.8 in all (1.8 more); 32 MoE layers × 20 µs = 0.64 ms on top.
+    r0 = Roofline(get_model("mistralai/Mixtral-8x7B-v0.1"), get_gpu("H100"), efficiencies=IDEAL)
+    c = r0.coefficients
+    e = replace(IDEAL, moe_small_batch_penalty=0.5, moe_layer_overhead_s=20e-6, moe_expert_efficiency=0.5)
+    r = Roofline(get_model("mistralai/Mixtral-8x7B-v0.1"), get_gpu("H100"), efficiencies=e)
+    extra = float(c.expert_weight_bytes) * 2 / 8 * 1.8 / BW_H100 + 32 * 20e-6
+    assert r.decode_step_time_s(1, 1) - r0.decode_step_time_s(1, 1) == pytest.approx(extra, rel=1e-9)
+
+
+def test_mla_kernel_efficiency_scales_the_latent_reads():
+    # DeepSeek-V3-style MLA: at half efficiency the latent KV read takes twice as long, the rest is unchanged.
+    model, gpu = get_model("deepseek-ai/DeepSeek-R1"), get_gpu("H200")
+    base = Roofline(model, gpu, tensor_parallel_size=8, efficiencies=IDEAL)
+    half = Roofline(model, gpu, tensor_parallel_size=8, efficiencies=replace(IDEAL, mla_attention=0.5))
+    kv = 16 * 4096 * float(base.coefficients.kv_full_bytes_per_token)
+    assert half.decode_step_time_s(16, 4096) - base.decode_step_time_s(16, 4096) == pytest.approx(
+        kv / 4.8e12, rel=1e-9)
+
+
+PROFILE = Profile.model_validate({
+    "reference": {"compute": 0.6, "memory": 0.7, "step_overhead_s": 1e-3, "layer_overhead_s": 1e-5,
+                  "sequence_overhead_s": 2e-5, "allreduce_latency_s": 1e-5, "attention_halving_context_tokens": 1e5,
+                  "moe_small_batch_penalty": 0.1, "moe_layer_overhead_s": 1e-5, "moe_expert_efficiency": 0.8,
+                  "mla_attention": 0.9},
+    "family": {"AMD CDNA3": {"compute": 0.5, "memory": 0.4}},
+    "stack": {"ROCm": {"overhead_factor": 2.0}}, "engine": {"sglang": {"overhead_factor": 0.5}}})
+
+
+def test_family_stack_and_engine_entries_resolve_by_hand():
+    mi300 = resolved(PROFILE, "AMD", "CDNA 3", "sglang")
+    assert (mi300["compute"], mi300["memory"]) == (0.5, 0.4)
+    assert mi300["step_overhead_s"] == pytest.approx(1e-3 * 2.0 * 0.5)          # ROCm × SGLang = 1
+    assert mi300["allreduce_latency_s"] == 1e-5                                 # not a software-step cost
+    h100 = resolved(PROFILE, "NVIDIA", "Hopper", "vllm-v1")                      # no entries: the reference
+    assert (h100["memory"], h100["sequence_overhead_s"]) == (0.7, 2e-5)
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("MI300X"), engine="sglang", profile=PROFILE)
+    assert r.efficiencies.memory == 0.4
+    given = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("MI300X"), efficiencies=IDEAL, profile=PROFILE)
+    assert given.efficiencies == IDEAL                                          # a caller's set is used as given
+
+
+def test_engine_generations_and_families():
+    assert engine_generation("vllm", "vLLM 0.6.3.post2") == "vllm-v0"
+    assert engine_generation("vllm", "0.8.3") == engine_generation("vllm", None) == "vllm-v1"
+    assert engine_generation("sglang", "0.4.3.post2") == "sglang-old"
+    assert engine_generation("sglang", "lmsysorg/sglang:v0.5.12-cu130") == "sglang"
+    assert engine_generation("TensorRT-LLM", "v0.5.0") == "trtllm-old"
+    assert gpu_family("AMD", "CDNA 3") == "AMD CDNA3" and gpu_family("NVIDIA", "Blackwell Ultra") == "NVIDIA Blackwell"
+
+
+FIT = """fitted = 2026-12-01
+corpus = "test"
+method = "test"
+script = "benchmarks/fit_performance.py"
+[shipped.reference]
+compute = 0.6
+memory = {memory}
+step_overhead_s = {step}
+layer_overhead_s = 0.0
+sequence_overhead_s = 0.0
+allreduce_latency_s = 1e-5
+attention_halving_context_tokens = 1e5
+moe_small_batch_penalty = 0.0
+moe_layer_overhead_s = 0.0
+moe_expert_efficiency = 1.0
+mla_attention = 1.0
+"""
+
+
+def test_a_fit_above_the_datasheet_or_with_negative_costs_is_refused_with_the_reason():
+    assert parse_fit_file(FIT.format(memory=0.8, step=1e-3)).shipped.reference.memory == 0.8
+    with pytest.raises(InvalidInputError, match="shipped.reference.memory.*faster than the datasheet"):
+        parse_fit_file(FIT.format(memory=1.2, step=1e-3))
+    with pytest.raises(InvalidInputError, match="step_overhead_s.*negative"):
+        parse_fit_file(FIT.format(memory=0.8, step=-1e-3))
+    with pytest.raises(InvalidInputError, match="non-negative"):
+        Efficiencies(layer_overhead_s=-1e-6)
