@@ -43,9 +43,9 @@ def _recommendation(ctx, summ: dict | None, note: str | None) -> None:
                      + (f" and {advice['concurrency_at_p95']:,} at p95 ({advice['p95_len']:,.0f})"
                         if advice["p95_len"] else ""))
     if knee["slo_batch_size"] is not None:
-        parts.append(f"up to {knee['slo_batch_size']:,} in flight meet the p99 latency targets")
+        parts.append(f"up to {int(knee['slo_batch_size']):,} in flight meet the p99 latency targets")
     if knee["knee_batch_size"]:
-        parts.append(f"throughput flattens above {knee['knee_batch_size']:,} (the knee)")
+        parts.append(f"throughput flattens above {int(knee['knee_batch_size']):,} (the knee)")
     st.caption("For reference: " + "; ".join(parts) + ". The serve line below uses the recommendation.")
 
 
@@ -54,8 +54,8 @@ def _throughput_latency(summ: dict) -> None:
     st.subheader("Throughput & latency")
     p = summ["perf"]
     c = st.columns(5)
-    c[0].metric("Output tokens/s per replica", f"{p['output_tokens_per_s']:,.0f}")
-    c[1].metric("Output tokens/s per GPU", f"{p['output_tokens_per_s_per_gpu']:,.0f}")
+    c[0].metric("Tokens/s per replica", f"{p['output_tokens_per_s']:,.0f}", help="output tokens per second")
+    c[1].metric("Tokens/s per GPU", f"{p['output_tokens_per_s_per_gpu']:,.0f}", help="output tokens per second")
     c[2].metric("TTFT (no queue) [ms]", f"{p['ttft_s'] * 1e3:,.1f}")
     c[3].metric("TPOT [ms]", f"{p['tpot_s'] * 1e3:,.2f}")
     c[4].metric("End-to-end [s]", f"{p['e2e_latency_s']:,.2f}")
@@ -113,9 +113,9 @@ def render() -> None:
         c = st.columns(3)
         c[0].metric("KV cache per token per GPU [bytes]", f"{doc['kv_cache_bytes_per_token']:,}")
         if typical:
-            c[1].metric(f"Concurrency at the mean length {typical:,.0f} [tokens]",
+            c[1].metric(f"Concurrency at {typical:,.0f} tokens",
                         f"{float(concurrency(model, ctx.result, typical)):,.2f}x",
-                        help="sequences of the workload's mean prompt + output the KV cache holds at once")
+                        help="sequences of the workload's mean length (prompt + output) the KV cache holds at once")
         widgets.show_math("GPU KV cache size and blocks", explain.math_blocks_and_tokens(doc))
         widgets.show_math("Max concurrency", explain.math_concurrency(doc))
         widgets.show_math("Available KV cache", explain.math_available_kv(doc, ctx.gpu))

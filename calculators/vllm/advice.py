@@ -72,7 +72,7 @@ def recommend_max_num_seqs(kv_max_num_seqs: int, slo_batch: int | None, knee_bat
     ``"slo_unmet"``) and ``reason``, a sentence.
     """
     kv = max(1, int(kv_max_num_seqs))
-    knee = f"; throughput flattens above batch {knee_batch:,} (the knee)" if knee_batch else ""
+    knee = f"; throughput flattens above batch {int(knee_batch):,} (the knee)" if knee_batch else ""
     if has_targets and slo_batch is None:
         return {"max_num_seqs": kv, "binding": "slo_unmet",
                 "reason": f"no batch meets the latency targets on this configuration, so this is only the {kv:,} "
