@@ -44,7 +44,7 @@ def _spec_key(x: Any) -> Hashable | None:
             raise _NotShareableError
         return ("model", x.id)
     if isinstance(x, Efficiencies):
-        if x != Efficiencies():
+        if not x.is_shipped():
             raise _NotShareableError
         return "default-efficiencies"
     if isinstance(x, Scenario):

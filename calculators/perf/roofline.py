@@ -15,6 +15,7 @@ Everything broadcasts over NumPy arrays of ``tensor_parallel_size``, batch and c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -30,6 +31,7 @@ from calculators.memory.kv_cache import (
 from calculators.memory.weights import resolve_quantization, shard, stage_linear_sums, weight_bytes_per_gpu
 from calculators.perf.coefficients import DEFAULT_ENGINE, Profile, load_fit, resolved
 from calculators.perf.model import StepTimeMixin
+from calculators.specs.catalog import load_gpus
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive, positive_int
 
@@ -99,11 +101,25 @@ class Efficiencies:
         ref = Efficiencies.__dataclass_fields__
         return all(np.ndim(getattr(self, k)) == 0 and getattr(self, k) == f.default for k, f in ref.items())
 
+    def is_shipped(self) -> bool:
+        """True for the defaults and for every set the shipped fit gives a catalog GPU and engine: data the
+        product ships, not a caller's own numbers."""
+        return self.is_default() or self in _shipped_sets()
+
     @classmethod
     def fitted(cls, gpu: GPUSpec, engine: str = DEFAULT_ENGINE, profile: Profile | None = None) -> Efficiencies:
         """The fitted set for ``gpu``'s family and stack and for ``engine`` (:func:`resolved`), from the shipped
         profile unless one is given."""
         return cls(**resolved(profile or load_fit().shipped, gpu.vendor, gpu.architecture, engine))
+
+
+@cache
+def _shipped_sets() -> frozenset[Efficiencies]:
+    """Every set :meth:`Efficiencies.fitted` gives a catalog GPU with a known engine, from the shipped fit."""
+    profile = load_fit().shipped
+    engines = {DEFAULT_ENGINE, *profile.engine}
+    return frozenset(Efficiencies(**resolved(profile, g.vendor, g.architecture, e))
+                     for g in load_gpus().values() for e in engines)
 
 
 def compute_dtype(gpu: GPUSpec, quantization: str, model_dtype: str) -> str:
