@@ -17,15 +17,17 @@ import datetime as dt
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calculators.errors import InvalidInputError
 from calculators.perf.coefficients import parse_toml_as
+
+if TYPE_CHECKING:  # pandas only types fit_band's arguments: llmcap plan starts without it
+    import pandas as pd
 
 Metric = Literal["tpot", "ttft", "throughput"]
 BAND_FILE = "timing_bands.toml"
