@@ -117,25 +117,31 @@ def timing_band(metric: str) -> TimingBand:
     return TimingBand(metric, e.low_factor, e.high_factor, e.coverage, e.n_rows, e.n_sources, f.fitted)
 
 
-def fit_band(log_ratio: pd.Series, source: pd.Series) -> BandEntry:
-    """Band factors from the residuals ``log_ratio`` = ln(measured/predicted) of one metric, and their
-    coverage measured leave-one-source-out: each source's rows judged by quantiles fitted without it.
-    Sources with no other source to fit on are not counted in the coverage."""
+def _edges(log_ratio: pd.Series) -> tuple[float, float]:
+    """The band's edges in log space: the 10 % and 90 % quantiles, widened where needed to hold 0 (the
+    estimate itself), so that a model biased on unseen sources still shows its estimate inside its band."""
     q_lo, q_hi = QUANTILES
+    return min(float(log_ratio.quantile(q_lo)), 0.0), max(float(log_ratio.quantile(q_hi)), 0.0)
+
+
+def fit_band(log_ratio: pd.Series, source: pd.Series) -> BandEntry:
+    """Band factors from the residuals ``log_ratio`` = ln(measured/predicted) of one metric (:func:`_edges`),
+    and their coverage measured leave-one-source-out: each source's rows judged by edges fitted without it.
+    Sources with no other source to fit on are not counted in the coverage."""
     covered, counted = 0, 0
     for s in source.unique():
         others = log_ratio[source != s]
         if others.empty:
             continue
-        lo, hi = others.quantile(q_lo), others.quantile(q_hi)
+        lo, hi = _edges(others)
         held = log_ratio[source == s]
         covered += int(((held >= lo) & (held <= hi)).sum())
         counted += len(held)
     if counted == 0:
         raise InvalidInputError("source", sorted(set(source)), "measurements from at least two sources")
-    return BandEntry(low_factor=float(np.exp(log_ratio.quantile(q_lo))),
-                     high_factor=float(np.exp(log_ratio.quantile(q_hi))),
-                     coverage=covered / counted, n_rows=len(log_ratio), n_sources=int(source.nunique()))
+    lo, hi = _edges(log_ratio)
+    return BandEntry(low_factor=float(np.exp(lo)), high_factor=float(np.exp(hi)), coverage=covered / counted,
+                     n_rows=len(log_ratio), n_sources=int(source.nunique()))
 
 
 __all__ = ["BAND_FILE", "PESSIMISTIC_EDGE", "QUANTILES", "BandEntry", "BandFile", "TimingBand", "fit_band",

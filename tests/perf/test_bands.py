@@ -92,3 +92,11 @@ def test_bad_band_file_names_the_field(bad, field):
 def test_unknown_metric_is_refused():
     with pytest.raises(InvalidInputError, match="tpot, ttft, throughput"):
         timing_band("latency")
+
+
+def test_band_is_widened_to_hold_the_estimate():
+    # every residual above 0 (measured always slower than predicted): q10 = 0.2 > 0, so the low edge is 0
+    log_ratio = pd.Series([0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
+    e = fit_band(log_ratio, pd.Series(["a", "a", "b", "b", "c", "c"]))
+    assert e.low_factor == 1.0  # the estimate itself
+    assert e.high_factor == pytest.approx(math.exp(0.65))  # linear q90 of [0.2 … 0.7] at position 4.5
