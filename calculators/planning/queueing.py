@@ -16,6 +16,7 @@ Research* 9 (1961).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -106,6 +107,19 @@ def _erlang_b_recurrence(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=8)
+def _log_factorials_pow2(n: int) -> np.ndarray:
+    k = np.arange(1, n)
+    out = np.concatenate(([0.0], np.cumsum(np.log(k))))
+    out.setflags(write=False)
+    return out
+
+
+def _log_factorials(n: int) -> np.ndarray:
+    """``log k!`` for ``k = 0 … n−1`` (at least), from a cache sized to the next power of two."""
+    return _log_factorials_pow2(1 << max(n - 1, 1).bit_length())
+
+
 def _erlang_b_log_space(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     """Erlang B of flat, validated ``c`` and ``a`` as ``(a^c/c!) / Σ_{k≤c} a^k/k!``, summed in log space.
 
@@ -113,7 +127,7 @@ def _erlang_b_log_space(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     Python loop, so it is the fast path when few configurations share a large ``c``.
     """
     k = np.arange(int(c.max()) + 1)
-    log_fact = np.concatenate(([0.0], np.cumsum(np.log(k[1:]))))
+    log_fact = _log_factorials(len(k))[: len(k)]
     log_a = np.log(np.where(a > 0, a, 1.0))
     x = np.where(k <= c[:, None], k * log_a[:, None] - log_fact, -np.inf)
     peak = x.max(axis=1)
