@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.ui import charts, state, widgets
+from app.ui.glossary import GLOSSARY
 from calculators.errors import InvalidInputError
 from calculators.report import explain_capacity as explain
 from calculators.scenario import VLLM_RELEASES
@@ -25,7 +26,8 @@ def render() -> None:
         widgets.show_math("Available KV cache", explain.math_available_kv(doc, ctx.gpu))
 
         st.subheader("KV cache per token")
-        st.metric("KV cache per token per GPU [bytes]", f"{doc['kv_cache_bytes_per_token']:,}")
+        st.metric("KV cache per token per GPU [bytes]", f"{doc['kv_cache_bytes_per_token']:,}",
+                  help=GLOSSARY["kv_per_token"])
         kvm = explain.math_kv_bytes_per_token(model, doc)
         st.markdown(f"`{kvm['formula']}`  \n= `{kvm['substituted']}`")
         widgets.show_math("KV cache per token", kvm)
@@ -35,7 +37,8 @@ def render() -> None:
         st.plotly_chart(charts.concurrency_chart(
             concurrency_curve(model, ctx.result, typical_len=advice["mean_len"] if advice else None),
             s["max_model_len"], advice["mean_len"] if advice else None), key="concurrency_chart")
-        st.metric(f"Max concurrency at max_model_len {s['max_model_len']:,}", f"{doc['max_concurrency']:.2f}x")
+        st.metric(f"Max concurrency at max_model_len {s['max_model_len']:,}", f"{doc['max_concurrency']:.2f}x",
+                  help=GLOSSARY["max_concurrency"])
         widgets.show_math("Max concurrency", explain.math_concurrency(doc))
 
         st.subheader("What vLLM prints, by version")

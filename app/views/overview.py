@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app.ui import state, widgets
+from app.ui.glossary import GLOSSARY
 from calculators.errors import InvalidInputError
 from calculators.report import explain_capacity as explain
 from calculators.units import GiB
@@ -34,7 +35,7 @@ def _recommendation(ctx, summ: dict | None, note: str | None) -> None:
         return
     rec, knee = summ["recommendation"], summ["knee"]
     c = st.columns([1, 3])
-    c[0].metric("Recommended max_num_seqs", f"{rec['max_num_seqs']:,}")
+    c[0].metric("Recommended max_num_seqs", f"{rec['max_num_seqs']:,}", help=GLOSSARY["max_num_seqs"])
     c[1].markdown(f"**Why:** {rec['reason']}.")
     parts = []
     if advice:
@@ -56,9 +57,9 @@ def _throughput_latency(summ: dict) -> None:
     c = st.columns(5)
     c[0].metric("Tokens/s per replica", f"{p['output_tokens_per_s']:,.0f}", help="output tokens per second")
     c[1].metric("Tokens/s per GPU", f"{p['output_tokens_per_s_per_gpu']:,.0f}", help="output tokens per second")
-    c[2].metric("TTFT (no queue) [ms]", f"{p['ttft_s'] * 1e3:,.1f}")
-    c[3].metric("TPOT [ms]", f"{p['tpot_s'] * 1e3:,.2f}")
-    c[4].metric("End-to-end [s]", f"{p['e2e_latency_s']:,.2f}")
+    c[2].metric("TTFT (no queue) [ms]", f"{p['ttft_s'] * 1e3:,.1f}", help=GLOSSARY["ttft"])
+    c[3].metric("TPOT [ms]", f"{p['tpot_s'] * 1e3:,.2f}", help=GLOSSARY["tpot"])
+    c[4].metric("End-to-end [s]", f"{p['e2e_latency_s']:,.2f}", help=GLOSSARY["e2e"])
     widgets.band_caption(p["tpot_s"], p["ttft_s"], p["output_tokens_per_s"])
     st.caption(f"With {p['batch_size']:,} requests in flight (the recommended max_num_seqs, fully used), "
                f"{p['input_len']:,} tokens in / {p['output_len']:,} out, {p['bound']}-bound decode · "
@@ -107,11 +108,14 @@ def render() -> None:
         advice = doc.get("max_num_seqs_advice")
         typical = advice["mean_len"] if advice else None
         c = st.columns(3)
-        c[0].metric("GPU KV cache size [tokens]", f"{doc['kv_cache_tokens']:,}")
-        c[1].metric(f"Max concurrency at max_model_len {s['max_model_len']:,}", f"{doc['max_concurrency']:.2f}x")
-        c[2].metric("Available KV cache per GPU [GiB]", f"{doc['available_kv_cache_bytes'] / GiB:.2f}")
+        c[0].metric("GPU KV cache size [tokens]", f"{doc['kv_cache_tokens']:,}", help=GLOSSARY["kv_tokens"])
+        c[1].metric(f"Max concurrency at max_model_len {s['max_model_len']:,}", f"{doc['max_concurrency']:.2f}x",
+                    help=GLOSSARY["max_concurrency"])
+        c[2].metric("Available KV cache per GPU [GiB]", f"{doc['available_kv_cache_bytes'] / GiB:.2f}",
+                    help=GLOSSARY["available_kv"])
         c = st.columns(3)
-        c[0].metric("KV cache per token per GPU [bytes]", f"{doc['kv_cache_bytes_per_token']:,}")
+        c[0].metric("KV cache per token per GPU [bytes]", f"{doc['kv_cache_bytes_per_token']:,}",
+                    help=GLOSSARY["kv_per_token"])
         if typical:
             c[1].metric(f"Concurrency at {typical:,.0f} tokens",
                         f"{float(concurrency(model, ctx.result, typical)):,.2f}x",

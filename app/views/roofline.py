@@ -7,6 +7,7 @@ import json
 import streamlit as st
 
 from app.ui import perf_charts, perf_state, state, widgets
+from app.ui.glossary import GLOSSARY
 from calculators.errors import InvalidInputError
 from calculators.report import explain_perf
 
@@ -85,19 +86,21 @@ def _metrics(r, summ: dict) -> None:
     at_knee = next(p for p in knee_doc["curve"] if p["batch_size"] == knee)
     slo, cross = knee_doc["slo_batch_size"], summ["crossover"]
     c = st.columns(4)
-    c[0].metric("Knee batch [sequences]", f"{knee:,.0f}")
+    c[0].metric("Knee batch [sequences]", f"{knee:,.0f}", help=GLOSSARY["knee"])
     c[1].metric("SLO batch [sequences]", "—" if slo is None else f"{slo:,.0f}",
-                help=explain_perf.slo_text(knee_doc))
+                help=f"{GLOSSARY['slo_batch']}. {explain_perf.slo_text(knee_doc)}")
     c[2].metric("Crossover batch [sequences]", "—" if cross is None else f"{cross:,.0f}",
-                help=perf_doc["crossover_note"])
+                help=f"{GLOSSARY['crossover']}. {perf_doc['crossover_note']}")
     c[3].metric("Ridge point [FLOP/byte]", f"{perf_doc['ridge_point_flop_per_byte']:,.0f}",
-                help=f"{r.gpu.id}, {r.dtype_used}")
+                help=f"{GLOSSARY['ridge']} ({r.gpu.id}, {r.dtype_used})")
     c = st.columns(4)
     c[0].metric("KV-capacity limit [sequences]", f"{summ['limit']:,}",
-                help="largest batch of prompt + output tokens the KV cache holds")
-    c[1].metric("Output tokens/s per replica at the knee", f"{at_knee['output_tokens_per_s']:,.0f}")
-    c[2].metric("Output tokens/s per GPU at the knee", f"{at_knee['output_tokens_per_s_per_gpu']:,.0f}")
-    c[3].metric("TPOT at the knee [ms]", f"{at_knee['tpot_s'] * 1e3:,.2f}")
+                help=GLOSSARY["kv_limit"])
+    c[1].metric("Output tokens/s per replica at the knee", f"{at_knee['output_tokens_per_s']:,.0f}",
+                help=GLOSSARY["knee"])
+    c[2].metric("Output tokens/s per GPU at the knee", f"{at_knee['output_tokens_per_s_per_gpu']:,.0f}",
+                help=GLOSSARY["knee"])
+    c[3].metric("TPOT at the knee [ms]", f"{at_knee['tpot_s'] * 1e3:,.2f}", help=GLOSSARY["tpot"])
     widgets.band_caption(at_knee["tpot_s"], tokens_per_s=at_knee["output_tokens_per_s"])
     if cross is None:
         st.caption(f"No crossover batch: {perf_doc['crossover_note']}")

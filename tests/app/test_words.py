@@ -49,3 +49,12 @@ def test_every_sidebar_input_has_a_help_tooltip(make_app):
     widgets = [*at.sidebar.selectbox, *at.sidebar.number_input, *at.sidebar.checkbox, *at.sidebar.text_input]
     missing = [w.label for w in widgets if not (w.help or "").strip()]
     assert not missing, missing
+
+
+@pytest.mark.parametrize("page", ["views/overview.py", "views/kv_cache.py", "views/roofline.py"])
+def test_jargon_figures_explain_themselves(make_app, page):
+    at = make_app(page)
+    jargon = ("TTFT", "TPOT", "KV cache", "max_num_seqs", "Knee", "Crossover", "Ridge", "concurrency")
+    unexplained = [m.label for m in at.metric if any(j.lower() in m.label.lower() for j in jargon)
+                   and not (m.proto.help or "").strip()]
+    assert not unexplained, unexplained
