@@ -33,7 +33,9 @@ def efficiencies(ctx: Computed) -> tuple[Efficiencies, str]:
             return Calibration.efficiencies_from_param(ctx.scenario.calibration), "calibration from the link"
         except InvalidInputError:
             pass
-    return Efficiencies(), "datasheet roofline, default efficiencies"
+    from calculators.perf.coefficients import load_fit
+    return Efficiencies(), (f"datasheet roofline with coefficients fitted on public measurements per GPU family "
+                            f"and engine ({load_fit().fitted:%Y-%m-%d}; see Model accuracy)")
 
 
 def performance_model(ctx: Computed) -> tuple[Roofline | None, str]:

@@ -104,7 +104,8 @@ def _sim_check(model, gpus: list, chosen, w, kw: dict, key) -> None:
     st.subheader("Checked by the simulator")
     gpu = next(g for g in gpus if g.id == chosen.gpu)
     check = fc.memo("simcheck", (key, fc.layout_name(chosen)), lambda: simulate_plan(model, gpu, chosen, w, **kw))
-    st.dataframe(fc.sim_check_frame(check), hide_index=True, key="fleet_simcheck")
+    frame = fc.sim_check_frame(check)
+    st.dataframe(frame, hide_index=True, column_config=fc.column_config(frame), key="fleet_simcheck")
     (st.success if check.agree else st.warning)(check.verdict())
     st.caption(f"One replica at {check.replica_rate_per_s:.3g} requests/s (the load ÷ {chosen.replicas} replicas), "
                f"Poisson arrivals, {check.duration_s:,.0f} s simulated, the first {check.warmup_s:,.0f} s (warm-up) "
