@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from calculators.perf.roofline import COMPUTE_EFFICIENCY, MEMORY_EFFICIENCY, STEP_OVERHEAD_S, Efficiencies
+from calculators.perf.roofline import Efficiencies
 from calculators.planning.costs import COST_LABELS, HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
 from calculators.planning.fleet import LayoutPlan, Workload
 from calculators.specs.schema import GPUSpec
@@ -87,17 +87,20 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
     return steps
 
 
-def efficiency_sources(eff: Efficiencies, source: str) -> list[str]:
-    """Where the performance model's constants come from (the performance model method page, §4)."""
-    default = eff == Efficiencies()
-    why = "defaults" if default else source
+def efficiency_sources(eff: Efficiencies, source: str, gpu: GPUSpec | None = None) -> list[str]:
+    """Where the performance model's constants come from: for the shipped model, the coefficients fitted on
+    public measurements for ``gpu``'s family and stack (vLLM V1), with the fit's date and method pages
+    (§4, §11); for a calibration, the caller's ``source``."""
+    if eff.is_default() and gpu is not None:
+        from calculators.perf.coefficients import load_fit
+        fit, used = load_fit(), Efficiencies.fitted(gpu)
+        return [f"performance model: {source}",
+                f"{gpu.id} (vLLM V1): compute efficiency {used.compute:.2f}, memory efficiency {used.memory:.2f}, "
+                f"step overhead {float(used.step_overhead_s) * 1e3:.2f} ms, fitted on {fit.corpus} "
+                f"({fit.fitted:%Y-%m-%d}; {PERF_PAGE} §4, accuracy on sources left out of the fit in §11)"]
     return [
-        f"compute efficiency {eff.compute:g} ({why}; default {COMPUTE_EFFICIENCY:g}: 60–90 % of dense peak in large "
-        f"matmuls, {PERF_PAGE} §4)",
-        f"memory efficiency {eff.memory:g} ({why}; default {MEMORY_EFFICIENCY:g}: NVIDIA AIConfigurator's empirical "
-        "0.8, https://github.com/ai-dynamo/aiconfigurator)",
-        f"step overhead {float(eff.step_overhead_s) * 1e3:g} ms ({why}; default {STEP_OVERHEAD_S * 1e3:g} ms fitted "
-        f"to published serving benchmarks, {PERF_PAGE} §4)",
+        f"compute efficiency {eff.compute:g} ({source})", f"memory efficiency {eff.memory:g} ({source})",
+        f"step overhead {float(eff.step_overhead_s) * 1e3:g} ms ({source}; {PERF_PAGE} §4)",
         f"performance model: {source}",
     ]
 

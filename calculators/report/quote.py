@@ -101,9 +101,12 @@ def ranked_csv(plans: list[LayoutPlan]) -> str:
     return buf.getvalue()
 
 
+FITTED_MODEL = "datasheet roofline, coefficients fitted on public measurements"
+
+
 def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: list[LayoutPlan], *,
                    chosen: LayoutPlan | None = None, permalink: str = "", served_name: str | None = None,
-                   efficiencies: Efficiencies | None = None, efficiency_source: str = "datasheet roofline",
+                   efficiencies: Efficiencies | None = None, efficiency_source: str = FITTED_MODEL,
                    utilisation_cap: float = 0.8, n_plus_one: bool = False, usd_per_gpu_hour: float | None = None,
                    sizing: str = "estimate", include_alternatives: bool = False,
                    vllm_version: str = DEFAULT_VLLM_VERSION, customer: str = "", prepared_by: str = "",
@@ -129,7 +132,8 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
     quoted = gpus if include_alternatives or plan is None else [g for g in gpus if g.id == plan.gpu]
     for g in quoted:  # the datasheet and prices behind the figures shown, not those of GPUs left out
         sources += gpu_sources(g)
-    sources += efficiency_sources(efficiencies or Efficiencies(), efficiency_source)
+    chosen_gpu = next((g for g in gpus if plan is not None and g.id == plan.gpu), None)
+    sources += efficiency_sources(efficiencies or Efficiencies(), efficiency_source, chosen_gpu)
     fits = bool(plan and plan.fits)
     return {
         "schema_version": SCHEMA_VERSION, "date": (date or dt.date.today()).isoformat(),

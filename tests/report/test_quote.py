@@ -165,3 +165,14 @@ def test_sources_are_those_of_the_figures_shown(setup):
     with_alternatives = quote_document(m, gpus, W, plans, include_alternatives=True)
     assert {g.id for g in gpus if any(s.startswith(f"{g.id} datasheet") for s in with_alternatives["sources"])} \
         == {g.id for g in gpus}
+
+
+def test_quote_states_the_fitted_coefficients_of_the_chosen_gpu(setup):
+    from calculators.perf.roofline import Efficiencies
+    from calculators.specs.catalog import get_gpu
+    m, gpus, plans = setup
+    doc = quote_document(m, gpus, W, plans)
+    used = Efficiencies.fitted(get_gpu(doc["chosen"]["gpu"]))
+    line = next(s for s in doc["sources"] if "compute efficiency" in s)
+    assert f"compute efficiency {used.compute:.2f}, memory efficiency {used.memory:.2f}" in line
+    assert "fitted on public measurement corpus" in line and "§11" in line
