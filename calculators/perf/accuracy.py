@@ -3,27 +3,41 @@
 The method (docs/performance-model.md §11):
 
 1. **Comparable rows** (:func:`screen`, :func:`comparable_rows`). A corpus row is kept when the product can
-   state the same configuration: a closed-loop ``concurrency`` or ``static_batch`` load point (batch =
-   concurrency or batch_size), neither prefill/decode disaggregated nor speculative decoding, a model in the
-   catalog (its id or alias, else the checkpoint it re-quantises), a GPU with a catalog id, ``tp``, ``pp``,
-   ``input_len`` and ``output_len`` stated, a weight precision that maps to a product format, a KV-cache
-   dtype the product knows, ``gpu_count`` equal to ``tp × pp`` (one replica: the corpus does not say how a
-   load is spread over several, and some InferenceX rows state a ``gpu_count`` their per-GPU figures do not
-   use), at least one TPOT, TTFT or output-throughput metric, and a configuration the roofline accepts.
-   Every other row goes to the ``skipped`` table with the first reason that applies (in that order).
+   state the same run: a load it models (below), neither prefill/decode disaggregated nor speculative decoding,
+   a model in the catalog (its id or alias, else the checkpoint it re-quantises), a GPU with a catalog id,
+   ``tp``, ``pp``, ``input_len`` and ``output_len`` stated, a weight precision that maps to a product format,
+   a KV-cache dtype the product knows, one replica of ``tp × pp`` GPUs (or replicas, below), at least one
+   metric the load can state, and a configuration the roofline accepts (for a ceiling or an open-loop run,
+   with a KV pool). Every other row goes to the ``skipped`` table with the first reason that applies.
+   The loads and what each can state:
+
+   - ``concurrency`` (closed loop, ``N`` requests in flight) and ``static_batch`` (``B`` prompts at once):
+     TPOT, TTFT and throughput. An ``offline_max`` run whose ``batch_size`` equals its ``num_prompts`` (all
+     prompts sent at once, e.g. dstack's) is such a static batch.
+   - ``request_rate`` (open loop, Poisson arrivals at ``λ``): TPOT always; TTFT only when the run kept up
+     (served ≥ :data:`SATURATED` of the offered requests/s — else its TTFT is a queue over a finite run);
+     throughput only when it did not (then it is the replica's capacity; else it is ``λ·O``, which says
+     nothing of the engine).
+   - ``offline_max`` (a throughput ceiling): throughput only, at :func:`ceiling_batch` requests in flight
+     (the fewest of what the KV pool holds, the engine's default largest batch and the prompts sent).
+   - **Replicas**: a closed-loop row on ``gpu_count`` = k × tp × pp GPUs is one replica at its concurrency
+     when its own figures say each replica ran it (:func:`replicated`, Little's law); else it is skipped
+     (the corpus does not say how the load was spread).
 2. **Predictions** (:func:`predict`): one :class:`~calculators.perf.roofline.Roofline` per distinct
    (model, GPU, tp, pp, quantization, KV dtype, engine generation) with the shipped fitted coefficients of
    its GPU family, stack and engine (``performance_fit.toml``, :mod:`calculators.perf.coefficients`), then
-   :func:`~calculators.perf.serving.serving_metrics` over all of that configuration's rows at once, at the
-   row's load: closed-loop metrics at ``concurrency`` requests in flight, or the static-batch metrics (the
-   serving module's ``static_batch_metrics`` where it has one) at ``batch_size``. TPOT [s] is compared with the measured
+   the serving module's metrics over all of that configuration's rows at once, each at its load (closed loop
+   at ``concurrency`` or the ceiling's batch, static batch at ``batch_size``, open loop at ``request_rate``
+   with at most the ceiling's batch in flight). TPOT [s] is compared with the measured
    TPOT median, else ITL median, else TPOT mean (then LMDeploy's per-token latency p50, then a TPOT whose
    statistic the source does not state); TTFT [s] with the TTFT median, else mean, else unstated; output
-   tokens/s per GPU with the per-GPU metric, else the whole-deployment figure ÷ ``gpu_count``. The key used
+   tokens/s per GPU with the per-GPU metric, else the whole-deployment figure ÷ ``gpu_count``, else (every
+   request of the stated lengths) the total tokens/s × O/(I+O) ÷ ``gpu_count``. The key used
    is kept in ``measured_key``. A static batch's TTFT is the prefill of all its prompts together.
 3. **Errors**: signed relative error ``predicted / measured − 1`` (a fraction; −0.25 = 25 % low) and the
    log-ratio ``ln(measured / predicted)``. :func:`error_table` summarises them per metric × GPU family ×
-   source: n, median |error|, median signed error (the bias) and p90 |error|, with ``"all"`` rows.
+   source: n, median |error|, median signed error (the bias) and p90 |error|, with ``"all"`` rows;
+   :func:`per_source_view` counts each source once (the median over sources of each source's median).
 4. **Leave one source out** (:func:`leave_one_source_out`): each source S is predicted by the coefficients
    refitted on every *other* source (``benchmarks/fit_performance.py`` stores one profile per left-out source
    beside the shipped one); S's rows never shape the numbers that predict S. For a caller's own efficiencies
@@ -52,6 +66,8 @@ from calculators.perf.measurements import GPUS, measurements_frame
 from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.specs.catalog import get_gpu, get_model, load_models
 from calculators.specs.schema import GPUSpec, ModelSpec
+from calculators.vllm.capacity import vllm_capacity
+from calculators.vllm.concurrency import batch_limit
 
 METRICS = ("tpot", "ttft", "throughput")
 """The compared quantities: time per output token, time to first token, output tokens/s per GPU."""
@@ -72,12 +88,20 @@ BAND_QUANTILES = (0.10, 0.90)
 FAMILIES = tuple(dict.fromkeys(family for family, _ in GPUS.values()))
 ALL = "all"
 """The label of a summary row over every GPU family or every source."""
-LOADS = ("concurrency", "static_batch")
+LOADS = ("concurrency", "static_batch", "request_rate", "offline_max")
+ENGINE_MAX_BATCH = {"vllm-v0": 256, "vllm-v1": 256, "trtllm": 2048, "trtllm-old": 2048, "lmdeploy": 256}
+"""Default largest batch [sequences] of each engine generation: vLLM's ``max_num_seqs`` (256 in the releases the
+corpus holds, https://docs.vllm.ai/en/v0.8.3/serving/engine_args.html), TensorRT-LLM's ``max_batch_size``
+(2048, https://nvidia.github.io/TensorRT-LLM/commands/trtllm-build.html), LMDeploy's ``max_batch_size`` (256 on
+datacentre GPUs). SGLang and ATOM have none: their KV pool is the limit."""
+SATURATED = 0.95
+"""An open-loop run is saturated when it served fewer than this share of the requests per second it offered."""
 CONFIG = ["model_id", "catalog_gpu", "tp", "pp", "quantization", "kv_dtype", "engine_generation"]
 """The columns that pick one roofline."""
 ROW_COLUMNS = ["row_id", "source_id", "source_row", "engine", "engine_generation", "gpu", "gpu_family",
                "catalog_gpu", "model", "model_id", "precision", "quantization", "kv_dtype", "tp", "pp", "ep", "dp",
-               "gpu_count", "load_mode", "concurrency", "batch_size", "batch", "input_len", "output_len"]
+               "gpu_count", "replicas", "load_mode", "load", "concurrency", "request_rate", "batch_size", "num_prompts",
+               "batch", "input_len", "output_len"]
 MEASURED_COLUMNS = ["measured_tpot_s", "tpot_key", "measured_ttft_s", "ttft_key", "measured_throughput",
                     "throughput_key"]
 _QUANT_TOKENS = frozenset({"fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8",
@@ -163,14 +187,18 @@ def _roofline(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | 
                     profile=profile)
 
 
-def _configure(model_id: str, gpu_id: str, tp: int, pp: int, precision: str, kv: object) -> tuple[Any, str]:
-    """``(quantization, kv_dtype)`` of one distinct configuration, checked by building its roofline."""
+def _configure(model_id: str, gpu_id: str, tp: int, pp: int, precision: str, kv: object,
+               needs_kv: bool) -> tuple[Any, str]:
+    """``(quantization, kv_dtype)`` of one distinct configuration, checked by building its roofline; where a
+    row's batch comes from the KV pool (``needs_kv``: a ceiling or an open-loop run), the pool must exist."""
     model, gpu = get_model(model_id), get_gpu(gpu_id)
     quant, kv_dtype = quantization_for(precision, model, gpu), kv_dtype_for(kv)
     try:
-        _roofline(model_id, gpu_id, tp, pp, quant, kv_dtype, Efficiencies())
+        pm = _roofline(model_id, gpu_id, tp, pp, quant, kv_dtype, Efficiencies())
     except InvalidInputError as exc:
         raise _SkipError("the roofline refuses the configuration", str(exc)) from None
+    if needs_kv and ceiling_batch(pm, "sglang", np.array([1.0]), np.array([1.0]), np.array([np.inf]))[0] < 2:
+        raise _SkipError("the weights leave no KV cache on these GPUs", f"{model_id} on {tp * pp} × {gpu_id}")
     return quant, kv_dtype
 
 
@@ -187,18 +215,52 @@ def _first_present(f: pd.DataFrame, keys: tuple[str, ...]) -> tuple[pd.Series, p
     return value, key
 
 
+def _column(f: pd.DataFrame, name: str) -> pd.Series:
+    """Column ``name`` as floats, all NaN when the frame has no such column."""
+    return f[name].astype(float) if name in f.columns else pd.Series(np.nan, index=f.index)
+
+
+def _throughput(f: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Measured output tokens/s per GPU and its key: the per-GPU figure, else the deployment's ÷ ``gpu_count``,
+    else (a run whose every request had the stated lengths: ``total_num_tokens`` = ``num_prompts`` × (I + O))
+    the total tokens/s × O / (I + O) ÷ ``gpu_count``."""
+    per_gpu, total = _column(f, THROUGHPUT_PER_GPU), _column(f, THROUGHPUT_TOTAL)
+    i, o, gpus = f["input_len"].astype(float), f["output_len"].astype(float), f["gpu_count"].astype(float)
+    exact = (_column(f, "total_num_tokens") - _column(f, "num_prompts") * (i + o)).abs() < 0.5
+    share = (_column(f, "total_tok_s") * o / (i + o)).where(exact)
+    tput = per_gpu.fillna(total / gpus).fillna(share / gpus)
+    key = pd.Series(None, index=f.index, dtype=object)
+    key[share.notna()] = "total_tok_s × O/(I+O) / gpu_count"
+    key[total.notna()] = f"{THROUGHPUT_TOTAL} / gpu_count"
+    key[per_gpu.notna()] = THROUGHPUT_PER_GPU
+    return tput, key
+
+
+def saturated(f: pd.DataFrame) -> pd.Series:
+    """Open-loop rows that served fewer than :data:`SATURATED` × the offered requests/s (the measured
+    ``request_throughput_req_s``, else output tokens/s ÷ ``output_len``): True, False, or NaN when unknown."""
+    tokens = _column(f, THROUGHPUT_TOTAL).fillna(_column(f, THROUGHPUT_PER_GPU) * f["gpu_count"].astype(float))
+    achieved = _column(f, "request_throughput_req_s").fillna(tokens / f["output_len"].astype(float))
+    short = achieved < SATURATED * _column(f, "request_rate")
+    return short.astype(object).where(achieved.notna())
+
+
 def _measured(f: pd.DataFrame) -> pd.DataFrame:
-    """Measured TPOT and TTFT [s], output tokens/s per GPU, and the key each was read from."""
+    """Measured TPOT and TTFT [s], output tokens/s per GPU, and the key each was read from; only what the
+    row's load can state: a throughput ceiling (``offline_max``) its throughput; an open-loop run its TPOT,
+    its TTFT unless saturated (then a queue over a finite run) and its throughput only if saturated (else
+    it is the offered rate × O, whatever the engine)."""
     tpot, tpot_key = _first_present(f, MEASURED_KEYS["tpot"])
     ttft, ttft_key = _first_present(f, MEASURED_KEYS["ttft"])
-    per_gpu = f[THROUGHPUT_PER_GPU] if THROUGHPUT_PER_GPU in f.columns else pd.Series(np.nan, index=f.index)
-    total = f[THROUGHPUT_TOTAL] if THROUGHPUT_TOTAL in f.columns else pd.Series(np.nan, index=f.index)
-    tput = per_gpu.astype(float).fillna(total.astype(float) / f["gpu_count"].astype(float))
-    tput_key = pd.Series(None, index=f.index, dtype=object)
-    tput_key[total.notna()] = f"{THROUGHPUT_TOTAL} / gpu_count"
-    tput_key[per_gpu.notna()] = THROUGHPUT_PER_GPU
-    return pd.DataFrame({"measured_tpot_s": tpot * 1e-3, "tpot_key": tpot_key, "measured_ttft_s": ttft * 1e-3,
-                         "ttft_key": ttft_key, "measured_throughput": tput, "throughput_key": tput_key},
+    tput, tput_key = _throughput(f)
+    rate, sat = f["load"] == "request_rate", saturated(f)
+    offline = f["load_mode"] == "offline_max"
+    drop_ttft = offline | (rate & (sat != False))  # noqa: E712  (NaN: not known to be unsaturated)
+    drop_tput = rate & (sat != True)  # noqa: E712  (NaN: not known to be saturated)
+    drop_tpot = offline
+    return pd.DataFrame({"measured_tpot_s": tpot.mask(drop_tpot) * 1e-3, "tpot_key": tpot_key.mask(drop_tpot),
+                         "measured_ttft_s": ttft.mask(drop_ttft) * 1e-3, "ttft_key": ttft_key.mask(drop_ttft),
+                         "measured_throughput": tput.mask(drop_tput), "throughput_key": tput_key.mask(drop_tput)},
                         index=f.index)
 
 
@@ -219,24 +281,44 @@ def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
         f["catalog_gpu"] = f["gpu"].map(lambda g: GPUS.get(g, ("other", None))[1])
     if "gpu_family" not in f.columns:
         f["gpu_family"] = f["gpu"].map(lambda g: GPUS.get(g, ("other", None))[0])
-    for col in ("disaggregated", "spec_decoding", "kv_cache_dtype", "ep", "dp", "concurrency", "batch_size"):
+    for col in ("disaggregated", "spec_decoding", "kv_cache_dtype", "ep", "dp", "concurrency", "batch_size",
+                "request_rate", "num_prompts"):
         if col not in f.columns:
             f[col] = False if col == "disaggregated" else None
     f["model_id"] = f["model"].map({m: resolve_model(m) for m in f["model"].unique()})
     version = f["engine_version"] if "engine_version" in f.columns else pd.Series(None, index=f.index)
     f["engine_generation"] = [engine_generation(str(e), v) for e, v in zip(f["engine"], version, strict=True)]
-    f["batch"] = np.where(f["load_mode"] == "static_batch", f["batch_size"], f["concurrency"]).astype(float)
+    f["load"] = _load(f)
+    f["replicas"] = f["gpu_count"].astype(float) / (f["tp"].astype(float) * f["pp"].astype(float))
+    f["batch"] = np.select([f["load"] == "static_batch", f["load"] == "concurrency"],
+                           [f["batch_size"].astype(float), f["concurrency"].astype(float)], np.nan)
     return f.join(_measured(f))
+
+
+def _load(f: pd.DataFrame) -> pd.Series:
+    """How a row is predicted: its ``load_mode``, except an ``offline_max`` run of ``num_prompts`` prompts
+    sent at once with ``batch_size`` = ``num_prompts`` (one static batch, e.g. dstack's), a ``static_batch``."""
+    one_batch = (f["load_mode"] == "offline_max") & (_column(f, "batch_size") == _column(f, "num_prompts"))
+    return f["load_mode"].where(~one_batch, "static_batch")
+
+
+def replicated(f: pd.DataFrame) -> pd.Series:
+    """Closed-loop rows on ``gpu_count`` = k × tp × pp GPUs (k > 1) whose own figures say each of the k replicas
+    ran the stated concurrency: the requests in flight by Little's law, ``throughput per GPU × gpu_count ×
+    (TTFT + (O − 1)·TPOT) / O``, lie nearer (in log) to ``concurrency × k`` than to ``concurrency``. Such a row
+    is one replica at that concurrency (its per-GPU throughput is the replica's)."""
+    k, n, o = f["replicas"], f["concurrency"].astype(float), f["output_len"].astype(float)
+    e2e = f["measured_ttft_s"] + (o - 1) * f["measured_tpot_s"]
+    in_flight = f["measured_throughput"] * f["gpu_count"].astype(float) * e2e / o
+    per_replica = np.abs(np.log(in_flight / (n * k))) < np.abs(np.log(in_flight / n))
+    whole = (k > 1) & (k == np.round(k)) & (f["load"] == "concurrency")
+    return pd.Series(whole & per_replica.fillna(False).astype(bool), index=f.index)
 
 
 def _row_checks(f: pd.DataFrame) -> list[tuple[pd.Series, str, Any]]:
     """The row-level reasons to skip, in the order they are given: (mask, reason, detail)."""
-    one_replica = f["gpu_count"] == f["tp"].astype(float) * f["pp"].astype(float)
     no_metric = f[["measured_tpot_s", "measured_ttft_s", "measured_throughput"]].isna().all(axis=1)
     return [
-        (f["load_mode"] == "offline_max", "offline_max: a throughput ceiling, not a load point", "offline_max"),
-        (f["load_mode"] == "request_rate", "request_rate: an arrival rate, not a batch (not modelled yet)",
-         f["request_rate"].astype(str) + " req/s" if "request_rate" in f.columns else ""),
         (~f["load_mode"].isin(LOADS), "load mode not modelled", f["load_mode"].astype(str)),
         (f["disaggregated"].astype(bool), "prefill/decode disaggregated (not modelled)", "disaggregated"),
         (f["spec_decoding"].notna(), "speculative decoding (not modelled)", f["spec_decoding"].astype(str)),
@@ -245,7 +327,7 @@ def _row_checks(f: pd.DataFrame) -> list[tuple[pd.Series, str, Any]]:
         (f["tp"].isna() | f["pp"].isna(), "tp or pp not stated", "tp/pp"),
         (f["input_len"].isna() | f["output_len"].isna(), "input_len or output_len not stated", "lengths"),
         (no_metric, "no TPOT, TTFT or output-throughput metric", "metrics"),
-        (~one_replica, "gpu_count differs from tp × pp (replicas or layout not stated)",
+        (~((f["replicas"] == 1) | replicated(f)), "gpu_count differs from tp × pp (replicas or layout not stated)",
          f["gpu_count"].astype(str) + " GPUs"),
     ]
 
@@ -255,10 +337,12 @@ def _config_checks(f: pd.DataFrame, reason: pd.Series, detail: pd.Series) -> Non
     keys = ["model_id", "catalog_gpu", "tp", "pp", "precision", "kv_cache_dtype"]
     live = f[reason.isna()]
     f["quantization"], f["kv_dtype"] = None, None
+    kv_loads = f["load"].isin(["offline_max", "request_rate"])
     for key, idx in live.groupby(keys, dropna=False, sort=False).groups.items():
         model_id, gpu_id, tp, pp, precision, kv = key
         try:
-            quant, kv_dtype = _configure(str(model_id), str(gpu_id), int(tp), int(pp), str(precision), kv)
+            quant, kv_dtype = _configure(str(model_id), str(gpu_id), int(tp), int(pp), str(precision), kv,
+                                         bool(kv_loads[idx].any()))
         except _SkipError as skip:
             _flag(reason, detail, f.index.isin(idx) & reason.isna(), skip.reason, skip.detail)
             continue
@@ -307,31 +391,78 @@ def skipped_rows(frame: pd.DataFrame | None = None) -> pd.DataFrame:
 
 # ---------------------------------------------------------------- predictions and errors
 
-def _static_metrics(pm: Roofline, b: np.ndarray, i: np.ndarray, o: np.ndarray) -> dict[str, np.ndarray]:
-    """A static batch (all prompts start together): the serving module's own static-batch metrics where it
-    has them; else :func:`serving_metrics` with TTFT = the prefill of all ``b`` prompts."""
-    static_batch_metrics = getattr(serving, "static_batch_metrics", None)
-    if static_batch_metrics is not None:
-        return dict(static_batch_metrics(pm, b, i, o))
-    return {**serving.serving_metrics(pm, b, i, o), "ttft_s": pm.prefill_time_s(i, b)}
+def _static_metrics(pm: Roofline, b: np.ndarray, i: np.ndarray, o: np.ndarray, engine: str) -> dict[str, np.ndarray]:
+    """A static batch of ``b`` prompts started together (TTFT = the prefill of all of them); any engine."""
+    del engine
+    return dict(serving.static_batch_metrics(pm, b, i, o))
+
+
+@lru_cache(maxsize=4096)
+def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
+              context_tokens: int) -> int:
+    """Sequences of ``context_tokens`` tokens the KV pool of one replica holds (vLLM's accounting)."""
+    model = get_model(model_id)
+    capacity = vllm_capacity(model, gpu=get_gpu(gpu_id), tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                             quantization=quantization, kv_cache_dtype=kv_dtype, max_model_len=context_tokens)
+    return batch_limit(model, capacity, float(context_tokens))
+
+
+def ceiling_batch(pm: Roofline, engine: str, input_len: np.ndarray, output_len: np.ndarray,
+                  num_prompts: np.ndarray) -> np.ndarray:
+    """The batch [sequences] an engine runs for a throughput ceiling: the fewest of the sequences of ``I + O``
+    tokens the KV pool holds (vLLM's accounting), the engine's default largest batch
+    (:data:`ENGINE_MAX_BATCH`, none for SGLang and ATOM) and the prompts the run sends; at least 1."""
+    config = (pm.model.id, pm.gpu.id, int(np.ravel(pm.tensor_parallel_size)[0]), pm.pipeline_parallel_size,
+              pm.quantization, pm.kv_cache_dtype)
+    kv = np.array([_kv_limit(*config, int(c)) for c in input_len + output_len], dtype=float)
+    cap = float(ENGINE_MAX_BATCH.get(engine, np.inf))
+    return np.maximum(np.fmin(np.minimum(kv, cap), num_prompts), 1.0)
+
+
+def _load_metrics(pm: Roofline, rows: pd.DataFrame, engine: str) -> dict[str, np.ndarray]:
+    """TPOT, TTFT [s] and output tokens/s per GPU of each row at its load, and the batch used [sequences]:
+    closed loop at ``batch`` (a ceiling: at :func:`ceiling_batch`), a static batch, or open loop at the row's
+    ``request_rate`` with at most the ceiling's batch in flight."""
+    load = rows["load"].to_numpy()
+    i, o = rows["input_len"].to_numpy(float), rows["output_len"].to_numpy(float)
+    b = rows["batch"].to_numpy(float).copy()
+    ceiling = load == "offline_max"
+    if ceiling.any():
+        b[ceiling] = ceiling_batch(pm, engine, i[ceiling], o[ceiling], rows["num_prompts"].to_numpy(float)[ceiling])
+    keys = ("tpot_s", "ttft_s", "output_tokens_per_s_per_gpu")
+    sm = serving.serving_metrics(pm, np.nan_to_num(b, nan=1.0), i, o)
+    out = {k: np.array(sm[k], dtype=float) for k in keys}
+    for mode, metrics in (("static_batch", _static_metrics), ("request_rate", _open_loop)):
+        sel = load == mode
+        if sel.any():
+            arg = rows["request_rate"].to_numpy(float)[sel] if mode == "request_rate" else b[sel]
+            part = metrics(pm, arg, i[sel], o[sel], engine)
+            for k in keys:
+                out[k][sel] = part[k]
+            if mode == "request_rate":
+                b[sel] = part["concurrency"]
+    return {**out, "batch": b}
+
+
+def _open_loop(pm: Roofline, rate: np.ndarray, i: np.ndarray, o: np.ndarray, engine: str) -> dict[str, np.ndarray]:
+    """Open-loop metrics at ``rate`` requests/s with at most :func:`ceiling_batch` requests in flight (the
+    smallest over the rows: one engine setting serves them all)."""
+    cap = int(np.min(ceiling_batch(pm, engine, i, o, np.full(len(i), np.inf))))
+    return dict(serving.open_loop_metrics(pm, rate, i, o, max_num_seqs=cap))
 
 
 def _predict_config(rows: pd.DataFrame, efficiencies: Efficiencies, profile: Profile | None) -> pd.DataFrame:
-    """Predicted TPOT, TTFT [s] and output tokens/s per GPU of rows that share one configuration: the
-    closed-loop metrics at ``batch`` requests in flight, or the static-batch ones for static batches."""
+    """Predicted TPOT, TTFT [s] and output tokens/s per GPU of rows that share one configuration, each at its
+    load (:func:`_load_metrics`), with the batch [sequences] that load gave."""
     first = rows.iloc[0]
     quant = None if pd.isna(first["quantization"]) else str(first["quantization"])
+    engine = str(first["engine_generation"])
     pm = _roofline(str(first["model_id"]), str(first["catalog_gpu"]), int(first["tp"]), int(first["pp"]), quant,
-                   str(first["kv_dtype"]), efficiencies, str(first["engine_generation"]), profile)
-    b = rows["batch"].to_numpy(float)
-    i, o = rows["input_len"].to_numpy(float), rows["output_len"].to_numpy(float)
-    sm = serving.serving_metrics(pm, b, i, o)
-    static = rows["load_mode"].to_numpy() == "static_batch"
-    if static.any():
-        st = _static_metrics(pm, b, i, o)
-        sm = {k: np.where(static, st[k], sm[k]) for k in ("tpot_s", "ttft_s", "output_tokens_per_s_per_gpu")}
+                   str(first["kv_dtype"]), efficiencies, engine, profile)
+    sm = _load_metrics(pm, rows, engine)
     return pd.DataFrame({"predicted_tpot_s": sm["tpot_s"], "predicted_ttft_s": sm["ttft_s"],
-                         "predicted_throughput": sm["output_tokens_per_s_per_gpu"]}, index=rows.index)
+                         "predicted_throughput": sm["output_tokens_per_s_per_gpu"], "predicted_batch": sm["batch"]},
+                        index=rows.index)
 
 
 def signed_error(predicted: Any, measured: Any) -> Any:
@@ -339,22 +470,36 @@ def signed_error(predicted: Any, measured: Any) -> Any:
     return np.asarray(predicted, dtype=float) / np.asarray(measured, dtype=float) - 1
 
 
+def _config_prediction(key: tuple[Any, ...], rows: pd.DataFrame, efficiencies: Efficiencies | None,
+                       profile: Profile | None, memo: dict[Any, pd.DataFrame] | None) -> pd.DataFrame:
+    """:func:`_predict_config` of one configuration's rows; with a ``memo``, computed once per (configuration,
+    resolved efficiencies) — a fit that moves one GPU family's or engine's numbers recomputes only those."""
+    if memo is None:
+        return _predict_config(rows, efficiencies or Efficiencies(), profile)
+    eff = efficiencies or Efficiencies.fitted(get_gpu(str(key[1])), str(key[6]), profile)
+    if (key, eff) not in memo:
+        memo[(key, eff)] = _predict_config(rows, eff, None)
+    return memo[(key, eff)]
+
+
 def predict(rows: pd.DataFrame, efficiencies: Efficiencies | None = None,
-            profile: Profile | None = None) -> pd.DataFrame:
+            profile: Profile | None = None, memo: dict[Any, pd.DataFrame] | None = None) -> pd.DataFrame:
     """One row per (comparable row, metric it carries): ``metric``, ``unit``, ``measured_key``, ``measured``
     and ``predicted`` (s, or tokens/s per GPU), ``error`` = predicted/measured − 1, ``log_ratio`` =
     ln(measured/predicted). One roofline per configuration and engine; serving_metrics over its rows at once.
-    Without ``efficiencies`` each configuration gets the fitted set of ``profile`` (default: the shipped one)."""
-    eff = efficiencies or Efficiencies()
+    Without ``efficiencies`` each configuration gets the fitted set of ``profile`` (default: the shipped one).
+    ``memo`` (a dict the caller keeps for one set of ``rows``) reuses configurations whose efficiencies did not
+    change."""
     groups = rows.groupby(CONFIG, dropna=False, sort=False)
-    wide = rows.join(pd.concat([_predict_config(g, eff, profile) for _, g in groups]))
+    wide = rows.join(pd.concat([_config_prediction(key, g, efficiencies, profile, memo) for key, g in groups]))
     parts = []
     for metric in METRICS:
         suffix = "" if metric == "throughput" else "_s"
         sub = wide.loc[wide[f"measured_{metric}{suffix}"].notna()]
         parts.append(sub[ROW_COLUMNS].assign(
             metric=metric, unit=UNITS[metric], measured_key=sub[f"{metric}_key"],
-            measured=sub[f"measured_{metric}{suffix}"], predicted=sub[f"predicted_{metric}{suffix}"]))
+            measured=sub[f"measured_{metric}{suffix}"], predicted=sub[f"predicted_{metric}{suffix}"],
+            predicted_batch=sub["predicted_batch"]))
     out = pd.concat(parts, ignore_index=True)
     out["error"] = signed_error(out["predicted"], out["measured"])
     out["log_ratio"] = np.log(out["measured"] / out["predicted"])
@@ -389,6 +534,17 @@ def error_table(pred: pd.DataFrame, error: str = "error") -> pd.DataFrame:
     table = pd.concat([_summarise(e, by) for by in levels], ignore_index=True)
     cols = ["metric", "gpu_family", "source_id", "n", "median_abs_error", "bias", "p90_abs_error"]
     return _order(table[cols])
+
+
+def per_source_view(table: pd.DataFrame) -> pd.DataFrame:
+    """Each source counted once: per metric and GPU family (``"all"``: every family), the number of sources
+    and the median over sources of each source's median |error| and of its bias (median signed error), from
+    an :func:`error_table`. One large source moves these as far as one small one."""
+    rows = table[table["source_id"] != ALL]
+    g = rows.groupby(["metric", "gpu_family"], sort=False)
+    out = pd.DataFrame({"sources": g.size(), "rows": g["n"].sum(),
+                        "median_abs_error": g["median_abs_error"].median(), "bias": g["bias"].median()})
+    return _order(out.reset_index().assign(source_id=ALL)).drop(columns="source_id")
 
 
 # ---------------------------------------------------------------- leave one source out
@@ -575,6 +731,10 @@ class AccuracyReport:
     coverage: pd.DataFrame
     targets: pd.DataFrame
 
+    def per_source(self, stage: str = "LOSO") -> pd.DataFrame:
+        """:func:`per_source_view` of the LOSO table (``stage`` ``"LOSO"``) or the uncorrected one."""
+        return per_source_view(self.loso if stage == "LOSO" else self.uncorrected)
+
     def skipped_by_reason(self) -> pd.Series:
         """Skipped rows per reason, most first."""
         return self.skipped["reason"].value_counts()
@@ -600,6 +760,9 @@ class AccuracyReport:
             "band_80": _records(self.band),
             "band_coverage": _records(self.coverage),
             "worst": _records(self.worst),
+            "per_source": {"definition": "median over sources of each source's median |error| (and bias)",
+                           "uncorrected": _records(self.per_source("uncorrected")),
+                           "leave_one_source_out": _records(self.per_source("LOSO"))},
         }
 
 
@@ -632,5 +795,5 @@ def shipped_refits(pred: pd.DataFrame) -> dict[str, Profile | None]:
 __all__ = ["ALL", "BAND_QUANTILES", "BIAS_TARGET", "FAMILIES", "LABELS", "METRICS", "TARGETS", "UNITS",
            "AccuracyReport", "LosoResult", "Screened", "accuracy_report", "assemble", "band_coverage",
            "comparable_rows", "error_table", "fit_correction", "kv_dtype_for", "leave_one_source_out", "loso_rows",
-           "predict", "quantization_for", "residual_band", "resolve_model", "screen", "signed_error",
+           "per_source_view", "predict", "quantization_for", "residual_band", "resolve_model", "screen", "signed_error",
            "shipped_refits", "skipped_rows", "target_checks", "worst_rows"]

@@ -28,7 +28,8 @@ from calculators.perf.model import PerformanceModel
 from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from calculators.validation import positive, positive_int
 
-OPEN_LOOP_BISECTION_STEPS = 50
+OPEN_LOOP_BISECTION_STEPS = 32
+"""Bisection steps for the open-loop concurrency: ``max_num_seqs × 2⁻³²`` (below 1e-6 sequences up to 4,096)."""
 
 
 def _budget(pm: PerformanceModel) -> float:

@@ -18,6 +18,7 @@ from calculators.perf.accuracy import (
     error_table,
     fit_correction,
     loso_rows,
+    per_source_view,
     predict,
     residual_band,
     screen,
@@ -62,6 +63,18 @@ def test_error_table_by_hand():
     assert levels == {(ALL, ALL), ("NVIDIA Hopper", ALL), (ALL, "a"), ("NVIDIA Hopper", "a")}
 
 
+def test_per_source_view_counts_each_source_once():
+    # source a: 9 rows, median |e| 0.50; b: 1 row, 0.10; c: 1 row, 0.20 → median over sources 0.20 (rows: 0.50)
+    pred = pd.DataFrame({"metric": "tpot", "gpu_family": "NVIDIA Hopper",
+                         "source_id": ["a"] * 9 + ["b", "c"], "measured": 1.0,
+                         "predicted": [1.5] * 9 + [0.9, 1.2]})
+    pred["error"] = signed_error(pred["predicted"], pred["measured"])
+    view = per_source_view(error_table(pred)).set_index("gpu_family")
+    assert view.loc[ALL, "sources"] == 3 and view.loc[ALL, "rows"] == 11
+    assert view.loc[ALL, "median_abs_error"] == pytest.approx(0.20)
+    assert view.loc[ALL, "bias"] == pytest.approx(0.20)                  # median of +0.5, −0.1, +0.2
+
+
 def test_residual_band_quantiles_by_hand():
     loso = pd.DataFrame({"metric": "ttft", "loso_log_ratio": np.arange(11.0)})   # 0 … 10
     band = residual_band(loso).iloc[0]
@@ -74,8 +87,8 @@ def test_residual_band_quantiles_by_hand():
 def test_screen_keeps_what_it_can_predict_and_says_why_not_otherwise():
     frame = _frame(
         {},                                                                          # 0 comparable
-        {"load_mode": "offline_max", "concurrency": None},                           # 1
-        {"load_mode": "request_rate", "concurrency": None, "request_rate": 2.0},     # 2
+        {"load_mode": "offline_max", "concurrency": None},                           # 1 TPOT only: not stated
+        {"load_mode": "request_rate", "concurrency": None, "request_rate": 2.0},     # 2 open loop: TPOT compared
         {"disaggregated": True},                                                     # 3
         {"spec_decoding": "mtp"},                                                    # 4
         {"model": "MiniMaxAI/MiniMax-M2.5"},                                         # 5
@@ -86,9 +99,9 @@ def test_screen_keeps_what_it_can_predict_and_says_why_not_otherwise():
         {"gpu_count": 8},                                                            # 10 8 GPUs for TP1
     )
     s = screen(frame)
-    assert sorted(s.rows["row_id"]) == [0, 9]
+    assert sorted(s.rows["row_id"]) == [0, 2, 9]
     reasons = dict(zip(s.skipped["row_id"], s.skipped["reason"], strict=True))
-    assert reasons[1].startswith("offline_max") and reasons[2].startswith("request_rate")
+    assert reasons[1] == "no TPOT, TTFT or output-throughput metric"      # a ceiling states its throughput only
     assert "disaggregated" in reasons[3] and "speculative" in reasons[4]
     assert reasons[5] == "model not in the catalog" and reasons[6] == "GPU has no catalog id"
     assert "output_len" in reasons[7] and "precision" in reasons[8] and "tp × pp" in reasons[10]
@@ -123,6 +136,49 @@ def test_predict_compares_like_with_like():
     assert (row["measured"], row["unit"]) == (pytest.approx(0.020), "s")
     assert row["error"] == pytest.approx(row["predicted"] / 0.020 - 1)
     assert row["log_ratio"] == pytest.approx(math.log(0.020 / row["predicted"]))
+
+
+def test_open_loop_rows_compare_what_the_load_can_state():
+    # offered 4 req/s; served 3.7 (< 0.95 × 4 = 3.8: saturated) or 3.9 (not); unknown: neither TTFT nor throughput
+    rate = {"load_mode": "request_rate", "concurrency": None, "request_rate": 4.0, "ttft_median_ms": 90.0,
+            "output_tok_s": 700.0}
+    rows = comparable_rows(_frame(rate | {"request_throughput_req_s": 3.7}, rate | {"request_throughput_req_s": 3.9},
+                                  rate | {"output_tok_s": None})).set_index("row_id")
+    assert rows.loc[0, "measured_throughput"] == 700.0 and math.isnan(rows.loc[0, "measured_ttft_s"])
+    assert rows.loc[1, "measured_ttft_s"] == pytest.approx(0.090) and math.isnan(rows.loc[1, "measured_throughput"])
+    assert math.isnan(rows.loc[2, "measured_ttft_s"]) and math.isnan(rows.loc[2, "measured_throughput"])
+    assert rows["measured_tpot_s"].tolist() == pytest.approx([0.020] * 3)   # TPOT always
+
+
+def test_offline_ceiling_batch_is_the_fewest_of_kv_engine_and_prompts(monkeypatch):
+    import calculators.perf.accuracy as acc
+    monkeypatch.setattr(acc, "_kv_limit", lambda *config: 300)              # the pool holds 300 sequences
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
+    i, o = np.array([1000.0, 1000.0, 1000.0]), np.array([200.0, 200.0, 200.0])
+    assert acc.ceiling_batch(r, "vllm-v1", i, o, np.array([1000.0, 100.0, np.nan])).tolist() == [256, 100, 256]
+    assert acc.ceiling_batch(r, "trtllm", i, o, np.array([1000.0, 100.0, np.nan])).tolist() == [300, 100, 300]
+    assert acc.ceiling_batch(r, "sglang", i, o, np.array([5000.0, 0.5, np.nan])).tolist() == [300, 1, 300]
+
+
+def test_a_one_batch_offline_run_is_a_static_batch_with_output_throughput_from_its_total():
+    # dstack's shape: 4 prompts of 32,784 + 2,048 tokens at once on 8 GPUs, 590 tokens/s in all
+    row = {"load_mode": "offline_max", "concurrency": None, "batch_size": 4, "num_prompts": 4, "gpu_count": 8,
+           "tp": 8, "model": "meta-llama/Llama-3.1-70B", "input_len": 32784, "output_len": 2048,
+           "total_num_tokens": 139328.0, "total_tok_s": 590.0, "tpot_median_ms": None}
+    rows = comparable_rows(_frame(row, row | {"total_num_tokens": 139000.0})).set_index("row_id")
+    assert list(rows.index) == [0]                                           # lengths not exact: no output share
+    assert (rows.loc[0, "load"], rows.loc[0, "batch"]) == ("static_batch", 4)
+    assert rows.loc[0, "measured_throughput"] == pytest.approx(590.0 * 2048 / 34832 / 8)   # 4.337 tokens/s per GPU
+
+
+def test_replicas_are_accepted_when_the_rows_own_figures_say_each_ran_the_concurrency():
+    # 16 GPUs, TP4: 4 replicas. In flight = tput/GPU × 16 × (TTFT + 1023·TPOT) / 1024 = tput × 0.4417
+    # 1134 → 500.9 (nearer 4 × 128 = 512 than 128); 300 → 132.5 (nearer 128): layout not stated
+    row = {"gpu_count": 16, "tp": 4, "model": "meta-llama/Llama-3.1-70B", "concurrency": 128, "input_len": 1024,
+           "output_len": 1024, "tpot_median_ms": 27.0, "ttft_median_ms": 650.0, "output_tok_s_per_gpu": 1134.0}
+    s = screen(_frame(row, row | {"output_tok_s_per_gpu": 300.0}))
+    assert list(s.rows["row_id"]) == [0] and s.rows.loc[0, "replicas"] == 4
+    assert "tp × pp" in s.skipped.set_index("row_id").loc[1, "reason"]
 
 
 # ---------------------------------------------------------------- leave one source out
@@ -176,7 +232,8 @@ def test_corpus_rows_are_either_compared_or_skipped_with_a_reason(report):
 def test_report_json_has_every_part(report):
     doc = report.to_json()
     for key in ("comparable_rows", "compared_points", "skipped_rows", "skipped_by_reason", "measured_keys",
-                "uncorrected", "leave_one_source_out", "target_checks", "band_80", "band_coverage", "worst"):
+                "uncorrected", "leave_one_source_out", "target_checks", "band_80", "band_coverage", "worst",
+                "per_source"):
         assert key in doc, key
     assert doc["skipped_rows"] == sum(doc["skipped_by_reason"].values())
     json.dumps(doc, allow_nan=False)
