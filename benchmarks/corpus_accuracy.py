@@ -1,11 +1,14 @@
 """The performance model against the public measurement corpus: uncorrected and leave-one-source-out.
 
-    .venv/bin/python benchmarks/corpus_accuracy.py [--worst N]
+    .venv/bin/python benchmarks/corpus_accuracy.py [--worst N] [--fit FILE]
 
 Prints, per metric (TPOT, TTFT, output tokens/s per GPU), the error tables by GPU family and by source
 (n, median |error|, bias, p90 |error|; uncorrected beside leave-one-source-out), the targets met or
-missed, the 80 % band and its coverage on held-out sources, the worst rows, the comparable and skipped
+missed, the per-source view (each source counted once: the median over sources of each source's median
+|error|), the 80 % band and its coverage on held-out sources, the worst rows, the comparable and skipped
 row counts (by reason), which measured key each comparison used, and the time each stage took.
+``--fit FILE`` judges another fit file (its shipped profile and the refits it stores without each source)
+instead of the shipped one: how two fits are compared (by their LOSO over sources, never in-sample).
 The method is in calculators/perf/accuracy.py and docs/performance-model.md §11. A benchmark, not a
 test: it prints figures and never fails on them.
 """
@@ -30,12 +33,14 @@ from calculators.perf.accuracy import (  # noqa: E402
     screen,
     shipped_refits,
 )
+from calculators.perf.coefficients import FitFile, parse_fit_file  # noqa: E402
 from calculators.perf.measurements import measurements_frame  # noqa: E402
 from calculators.report.accuracy_text import comparison_lines, report_lines  # noqa: E402
 
 
-def timed_report(worst: int) -> tuple[AccuracyReport, dict[str, float]]:
-    """The report, built stage by stage so each stage's wall time [s] can be printed."""
+def timed_report(worst: int, fit: FitFile | None = None) -> tuple[AccuracyReport, dict[str, float]]:
+    """The report, built stage by stage so each stage's wall time [s] can be printed; ``fit``: judge that fit
+    file's profiles instead of the shipped ones."""
     times: dict[str, float] = {}
     t = time.perf_counter()
     frame = measurements_frame()
@@ -44,11 +49,12 @@ def timed_report(worst: int) -> tuple[AccuracyReport, dict[str, float]]:
     screened = screen(frame)
     times["screen (catalog look-ups, one roofline per configuration)"] = time.perf_counter() - t
     t = time.perf_counter()
-    pred = predict(screened.rows)
+    pred = predict(screened.rows, profile=None if fit is None else fit.shipped)
     times["predict (serving metrics per configuration)"] = time.perf_counter() - t
     t = time.perf_counter()
     uncorrected = error_table(pred)
-    loso = leave_one_source_out(pred, worst, shipped_refits(pred))
+    refits = shipped_refits(pred) if fit is None else {str(s): fit.without(str(s)) for s in pred["source_id"].unique()}
+    loso = leave_one_source_out(pred, worst, refits)
     times["error tables, leave-one-source-out (stored refits), band coverage"] = time.perf_counter() - t
     return assemble(screened, uncorrected, loso), times
 
@@ -56,14 +62,22 @@ def timed_report(worst: int) -> tuple[AccuracyReport, dict[str, float]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--worst", type=int, default=10, help="how many worst rows to print")
+    ap.add_argument("--fit", type=Path, help="a fit file to judge instead of the shipped one")
     args = ap.parse_args(argv)
     start = time.perf_counter()
-    report, times = timed_report(args.worst)
+    fit = None if args.fit is None else parse_fit_file(args.fit.read_text(encoding="utf-8"))
+    report, times = timed_report(args.worst, fit)
     print("\n".join(report_lines(report, by="gpu_family", worst=args.worst)))
     print("\nThe same errors by source")
     for metric in METRICS:
         print(f"{LABELS[metric]}")
         print("\n".join(comparison_lines(report, metric, "source")))
+    print("\nEach source counted once: median over sources of each source's median |error| (bias)")
+    for stage in ("uncorrected", "LOSO"):
+        view = report.per_source(stage)
+        for _, r in view.iterrows():
+            print(f"  {stage:<11} {r['metric']:<11} {r['gpu_family']:<18} sources {int(r['sources']):2d}  "
+                  f"|e| {100 * r['median_abs_error']:6.1f}%  bias {100 * r['bias']:+6.1f}%")
     print("\nBand coverage per held-out source")
     cov = report.coverage
     for _, r in cov[cov["source_id"] != "all"].iterrows():

@@ -51,6 +51,22 @@ def _tables(r: AccuracyReport, metric: str, by: str) -> None:
                  key=f"acc_loso_{metric}_{by}")
 
 
+def _per_source(r: AccuracyReport, metric: str) -> None:
+    """Each source counted once: the median over sources of each source's median |error| and bias."""
+    un, lo = r.per_source("uncorrected"), r.per_source("LOSO")
+    un, lo = un[un["metric"] == metric], lo[lo["metric"] == metric]
+    lo = lo.set_index("gpu_family").loc[un["gpu_family"]]
+    shown = pd.DataFrame({"GPU family": un["gpu_family"].to_numpy(), "Sources": un["sources"].to_numpy(),
+                          "Median |error| (uncorrected)": un["median_abs_error"].to_numpy(),
+                          "Bias (uncorrected)": un["bias"].to_numpy(),
+                          "Median |error| (LOSO)": lo["median_abs_error"].to_numpy(),
+                          "Bias (LOSO)": lo["bias"].to_numpy()})
+    st.dataframe(shown, hide_index=True, key=f"acc_per_source_{metric}",
+                 column_config={c: PCT for c in shown.columns if c not in ("GPU family", "Sources")})
+    st.caption("Each publisher counted once: the median over sources of each source's own median |error|, so a "
+               "source with most of the rows weighs as much as one with a few.")
+
+
 def _targets(r: AccuracyReport, metric: str) -> None:
     t = r.targets[r.targets["metric"] == metric]
     shown = pd.DataFrame({"Stage": t["stage"], "Check": t["check"], "Value": t["value"], "Target": t["target"],
@@ -123,10 +139,14 @@ def _skipped(r: AccuracyReport) -> None:
 
 
 METHOD = f"""
-**Which rows.** A row of the public corpus is compared when the product can state the same run: a closed-loop
-concurrency or a static batch (not an offline ceiling or an arrival rate, yet), neither prefill/decode
-disaggregated nor speculative decoding, a catalog model and GPU, stated parallelism and lengths, a weight format
-the product has, and one replica (`gpu_count` = tp × pp). The rest are counted below with their reason.
+**Which rows.** A row of the public corpus is compared when the product can state the same run: neither
+prefill/decode disaggregated nor speculative decoding, a catalog model and GPU, stated parallelism and lengths, a
+weight format the product has, and a load the product models. A closed-loop concurrency or a static batch gives
+TPOT, TTFT and throughput; an arrival rate (open loop) its TPOT, its TTFT if the run kept up with the offered
+rate and its throughput if it did not; an offline throughput ceiling its throughput, at the batch the engine
+would run (the fewest of what the KV cache holds, the engine's default largest batch and the prompts sent).
+Replicas (`gpu_count` = k × tp × pp) count when the row's own figures say each replica ran the stated concurrency.
+The rest are counted below with their reason.
 
 **What is compared.** The roofline with its shipped coefficients (fitted on this corpus, per GPU family, software
 stack and engine generation) predicts TPOT (against the measured TPOT median,
@@ -138,7 +158,8 @@ that fit predicts the source it never saw: what the model would do on a publishe
 {BAND_QUANTILES[1] - BAND_QUANTILES[0]:.0%} band is the {BAND_QUANTILES[0]:.0%}–{BAND_QUANTILES[1]:.0%} quantiles
 of what remains; its coverage is measured on each held-out source with a band fitted without it.
 
-**Caveats.** One publisher (InferenceX) holds most compared rows, so the overall figures mostly describe it.
+**Caveats.** One publisher (InferenceX) holds most compared rows, so the overall figures mostly describe it;
+the per-source table counts each publisher once.
 Measured TTFT includes queueing where the benchmark queued; latency statistics differ between sources.
 Run `llmcap accuracy` (add `--json` for the tables) for the same figures; the method is in
 docs/performance-model.md §11.
@@ -156,6 +177,7 @@ def render() -> None:
     by = _BY[c2.radio("Rows of the tables", list(_BY), horizontal=True, key="acc_by")]
     st.subheader(f"{LABELS[metric]}: error against the measurement")
     _tables(r, metric, by)
+    _per_source(r, metric)
     _targets(r, metric)
     st.subheader("Predicted against measured")
     corrected = st.toggle("Show the prediction fitted without the row's source", key="acc_corrected")

@@ -58,6 +58,20 @@ def comparison_lines(report: AccuracyReport, metric: str, by: str = "gpu_family"
     return lines
 
 
+def per_source_lines(report: AccuracyReport, metric: str) -> list[str]:
+    """Each source counted once: the median over sources of their median |error| and bias, uncorrected and
+    LOSO, overall and per GPU family."""
+    un = report.per_source("uncorrected")
+    lo = report.per_source("LOSO").set_index(["metric", "gpu_family"])
+    lines = [f"  per source (median over sources of each source's median) {'sources':>8} | {'|e| med':>8} "
+             f"{'bias':>7} | {'LOSO |e|':>8} {'bias':>7}"]
+    for _, u in un[un["metric"] == metric].iterrows():
+        lrow = lo.loc[(metric, u["gpu_family"])]
+        lines.append(f"    {str(u['gpu_family']):<54} {int(u['sources']):>8} | {_pct(u['median_abs_error']):>8} "
+                     f"{_pct(u['bias'], True):>7} | {_pct(lrow['median_abs_error']):>8} {_pct(lrow['bias'], True):>7}")
+    return lines
+
+
 def target_lines(report: AccuracyReport, metric: str) -> list[str]:
     """The metric's two targets, uncorrected and LOSO, each "met" or "missed"."""
     t = report.targets[report.targets["metric"] == metric].set_index(["check", "stage"])
@@ -120,7 +134,8 @@ def report_lines(report: AccuracyReport, metrics: tuple[str, ...] = METRICS, by:
         if not (report.uncorrected["metric"] == metric).any():
             continue
         lines.append(f"{LABELS[metric]} ({'ms' if metric != 'throughput' else 'tokens/s per GPU'})")
-        lines += comparison_lines(report, metric, by) + target_lines(report, metric) + band_lines(report, metric)
+        lines += (comparison_lines(report, metric, by) + per_source_lines(report, metric)
+                  + target_lines(report, metric) + band_lines(report, metric))
         lines.append("")
     one = metrics[0] if len(metrics) == 1 else None
     lines += [f"Worst {worst} rows left out of the fit (by |ln(measured / held-out prediction)|)"]
