@@ -1,17 +1,19 @@
 """Fit the performance model's default coefficients on the public corpus; write ``performance_fit.toml``.
 
-    .venv/bin/python benchmarks/fit_performance.py [--check] [--iterations N]
+    .venv/bin/python benchmarks/fit_performance.py [--check] [--iterations N] [--engine-sd SD] [--out FILE]
 
 What is fitted (docs/performance-model.md §4): the reference set of
 :class:`~calculators.perf.roofline.Efficiencies` (11 numbers), a compute and a memory efficiency per GPU family,
-a factor on the software costs for the ROCm stack and one per engine generation — 31 numbers for the 5 sources with
-comparable rows (12 in the corpus), the
-per-family and per-engine ones drawn towards the reference by a Gaussian prior so that a family or engine
-seen in one source moves only as far as its rows insist. The loss is a robust (Cauchy, scale 0.3) sum of the
-log-ratios ``ln(measured / predicted)`` of TPOT, TTFT (half weight) and output tokens/s per GPU over every
-comparable row, each source's rows weighted ``1 / √n`` so the largest source does not drown the others;
-Levenberg–Marquardt on forward-difference Jacobians, efficiencies through a logistic (so never above 1) and
-costs through an exponential (never negative).
+a factor on the software costs for the ROCm stack and one per engine generation — 31 numbers on the 7 sources
+with comparable rows (12 in the corpus), the per-family and per-engine ones drawn towards the reference by a
+Gaussian prior so that a family or engine seen in one source moves only as far as its rows insist
+(``--engine-sd``: the prior's width on the engine-generation factors; a narrower one leaves fewer free
+parameters in effect, and is kept only if it predicts left-out sources better). The loss is a robust (Cauchy,
+scale 0.3) sum of the log-ratios ``ln(measured / predicted)`` of TPOT, TTFT (half weight) and output tokens/s
+per GPU over every comparable row, each source's rows weighted ``1 / √n`` so the largest source does not drown
+the others; Levenberg–Marquardt on forward-difference Jacobians (a configuration whose efficiencies a column
+does not move is predicted once per Jacobian), efficiencies through a logistic (so never above 1) and costs
+through an exponential (never negative).
 
 The shipped profile is fitted on every source; then once per source with that source's rows left out
 (warm-started from the shipped fit), and those held-out profiles are stored too: the accuracy harness
@@ -62,14 +64,14 @@ class Space:
     """θ ↔ Profile: the reference (11), per-family compute and memory logit offsets, stack and engine
     log-factors."""
 
-    def __init__(self, families: list[str]) -> None:
+    def __init__(self, families: list[str], engine_sd: float = ENGINE_SD) -> None:
         self.families = families
         self.names = ([n for n, *_ in REFERENCE] + [f"family:{f}" for f in families]
                       + [f"compute:{f}" for f in families] + [f"stack:{s}" for s in STACKS]
                       + [f"engine:{e}" for e in ENGINES])
         self.mean = np.array([_to(t, v) for _, t, v, _ in REFERENCE] + [0.0] * (len(self.names) - len(REFERENCE)))
         self.sd = np.array([sd for *_, sd in REFERENCE] + [FAMILY_SD] * 2 * len(families)
-                           + [STACK_SD] * len(STACKS) + [ENGINE_SD] * len(ENGINES))
+                           + [STACK_SD] * len(STACKS) + [engine_sd] * len(ENGINES))
 
     def profile(self, theta: np.ndarray) -> Profile:
         ref = {n: _from(t, theta[i]) for i, (n, t, _, _) in enumerate(REFERENCE)}
@@ -84,9 +86,11 @@ class Space:
         return Profile.model_validate({"reference": ref, "family": fam, "stack": stack, "engine": eng})
 
 
-def residuals(rows: pd.DataFrame, profile: Profile) -> tuple[np.ndarray, np.ndarray]:
-    """Log-ratios ln(measured / predicted) of every compared point, and their weights."""
-    p = predict(rows, profile=profile)
+def residuals(rows: pd.DataFrame, profile: Profile,
+              memo: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Log-ratios ln(measured / predicted) of every compared point, and their weights (``memo``: the
+    configurations already predicted with the same efficiencies, kept for one Jacobian)."""
+    p = predict(rows, profile=profile, memo=memo)
     n = p.groupby(["source_id", "metric"])["metric"].transform("size").to_numpy(float)
     w = p["metric"].map(METRIC_WEIGHT).to_numpy(float) / np.sqrt(n)
     return np.nan_to_num(p["log_ratio"].to_numpy(float), nan=0.0, posinf=5.0, neginf=-5.0), w
@@ -115,10 +119,12 @@ def _levenberg_marquardt(rows: pd.DataFrame, space: Space, theta: np.ndarray, it
     for it in range(iterations):
         sw = np.sqrt(w * _robust(np.sqrt(w) * r)[1])
         jac = np.empty((len(r), len(theta)))
+        memo: dict = {}
+        residuals(rows, space.profile(theta), memo)
         for j in range(len(theta)):
             d = theta.copy()
             d[j] += 1e-3
-            jac[:, j] = (residuals(rows, space.profile(d))[0] - r) / 1e-3
+            jac[:, j] = (residuals(rows, space.profile(d), memo)[0] - r) / 1e-3
         a = (jac * sw[:, None]).T @ (jac * sw[:, None]) + np.diag(SCALE**2 / space.sd**2)
         g = (jac * sw[:, None]).T @ (sw * r) + SCALE**2 * (theta - space.mean) / space.sd**2
         for _ in range(10):
@@ -184,11 +190,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="print the fit, do not write the file")
     ap.add_argument("--iterations", type=int, default=25)
+    ap.add_argument("--engine-sd", type=float, default=ENGINE_SD,
+                    help="prior sd of the engine-generation log-factors (smaller: pulled harder to the reference)")
+    ap.add_argument("--out", type=Path, default=OUT, help="where to write the fit file")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     frame = measurements_frame()
     rows = comparable_rows(frame)
-    space = Space(sorted(rows["gpu_family"].unique()))
+    space = Space(sorted(rows["gpu_family"].unique()), args.engine_sd)
     print(f"fitting {len(space.names)} numbers on {len(rows)} rows of {rows['source_id'].nunique()} sources")
     shipped = fit(rows, space, space.mean, args.iterations)
     lines = ["# The performance model's default coefficients, fitted on the public measurement corpus.",
@@ -197,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
              f'corpus = "public measurement corpus: {len(frame)} rows, {frame["source_id"].nunique()} sources, '
              f'{len(rows)} comparable"',
              'method = "robust (Cauchy) least squares on log-ratios, sources weighted 1/sqrt(n), Gaussian prior on the '
-             'per-family, per-stack and per-engine entries"',
+             f'per-family, per-stack and per-engine entries (engine sd {args.engine_sd:g})"',
              'script = "benchmarks/fit_performance.py"', "", *profile_toml("shipped", space.profile(shipped))]
     for source in sorted(rows["source_id"].unique()):
         print(f"refit without {source}")
@@ -207,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     parse_fit_file(text)
     print(text)
     if not args.check:
-        OUT.write_text(text, encoding="utf-8")
-        print(f"wrote {OUT.relative_to(ROOT)}")
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}")
     print(f"{time.perf_counter() - t0:.0f} s")
     return 0
 
