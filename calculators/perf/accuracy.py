@@ -391,12 +391,6 @@ def skipped_rows(frame: pd.DataFrame | None = None) -> pd.DataFrame:
 
 # ---------------------------------------------------------------- predictions and errors
 
-def _static_metrics(pm: Roofline, b: np.ndarray, i: np.ndarray, o: np.ndarray, engine: str) -> dict[str, np.ndarray]:
-    """A static batch of ``b`` prompts started together (TTFT = the prefill of all of them); any engine."""
-    del engine
-    return dict(serving.static_batch_metrics(pm, b, i, o))
-
-
 @lru_cache(maxsize=4096)
 def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
               context_tokens: int) -> int:
@@ -419,28 +413,35 @@ def ceiling_batch(pm: Roofline, engine: str, input_len: np.ndarray, output_len: 
     return np.maximum(np.fmin(np.minimum(kv, cap), num_prompts), 1.0)
 
 
+_KEYS = ("tpot_s", "ttft_s", "output_tokens_per_s_per_gpu")
+
+
+def _put(out: dict[str, np.ndarray], part: dict[str, np.ndarray], rows: np.ndarray) -> None:
+    """Write ``part``'s TPOT, TTFT and throughput into ``out`` at the ``rows`` mask, in place."""
+    for k in _KEYS:
+        out[k][rows] = part[k]
+
+
 def _load_metrics(pm: Roofline, rows: pd.DataFrame, engine: str) -> dict[str, np.ndarray]:
     """TPOT, TTFT [s] and output tokens/s per GPU of each row at its load, and the batch used [sequences]:
-    closed loop at ``batch`` (a ceiling: at :func:`ceiling_batch`), a static batch, or open loop at the row's
-    ``request_rate`` with at most the ceiling's batch in flight."""
+    closed loop at ``batch`` (a ceiling: at :func:`ceiling_batch`), a static batch of ``batch`` (TTFT = the
+    prefill of all its prompts), or open loop at the row's ``request_rate`` with at most the ceiling's batch
+    in flight."""
     load = rows["load"].to_numpy()
     i, o = rows["input_len"].to_numpy(float), rows["output_len"].to_numpy(float)
     b = rows["batch"].to_numpy(float).copy()
     ceiling = load == "offline_max"
     if ceiling.any():
         b[ceiling] = ceiling_batch(pm, engine, i[ceiling], o[ceiling], rows["num_prompts"].to_numpy(float)[ceiling])
-    keys = ("tpot_s", "ttft_s", "output_tokens_per_s_per_gpu")
     sm = serving.serving_metrics(pm, np.nan_to_num(b, nan=1.0), i, o)
-    out = {k: np.array(sm[k], dtype=float) for k in keys}
-    for mode, metrics in (("static_batch", _static_metrics), ("request_rate", _open_loop)):
-        sel = load == mode
-        if sel.any():
-            arg = rows["request_rate"].to_numpy(float)[sel] if mode == "request_rate" else b[sel]
-            part = metrics(pm, arg, i[sel], o[sel], engine)
-            for k in keys:
-                out[k][sel] = part[k]
-            if mode == "request_rate":
-                b[sel] = part["concurrency"]
+    out = {k: np.array(sm[k], dtype=float) for k in _KEYS}
+    static, rate = load == "static_batch", load == "request_rate"
+    if static.any():
+        _put(out, serving.static_batch_metrics(pm, b[static], i[static], o[static]), static)
+    if rate.any():
+        part = _open_loop(pm, rows["request_rate"].to_numpy(float)[rate], i[rate], o[rate], engine)
+        _put(out, part, rate)
+        b[rate] = part["concurrency"]
     return {**out, "batch": b}
 
 
