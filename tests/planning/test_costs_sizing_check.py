@@ -1,6 +1,9 @@
 """Costs worked by hand, conservative sizing on the bands' pessimistic edge, and the simulator beside the plan."""
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
 from calculators.errors import InvalidInputError
@@ -86,10 +89,15 @@ def test_plan_keeps_the_scenarios_max_model_len():
 
 
 def test_simulator_agrees_with_the_plan_on_a_stable_load():
+    # one run's p99 TTFT swings with its seed (0.16–0.84 s over seeds 0–5 for this plan: a p99 from ~15
+    # requests past the 1,500th, in busy periods that last seconds), so the plan is held against the mean
+    # of 8 independent runs' p99s (independent replications), at the same 15 % agreement
     m, g = get_model(L8), get_gpu("H100")
     plan = plan_layout(m, Layout(g, 1), STABLE)
-    check = simulate_plan(m, g, plan, STABLE)
-    assert not check.overloaded
+    runs = [simulate_plan(m, g, plan, STABLE, seed=seed) for seed in range(8)]
+    assert not any(run.overloaded for run in runs)
+    check = replace(runs[0], sim_ttft_p99_s=float(np.mean([run.sim_ttft_p99_s for run in runs])),
+                    sim_tpot_p99_s=float(np.mean([run.sim_tpot_p99_s for run in runs])))
     assert abs(check.ttft_gap) <= AGREEMENT and abs(check.tpot_gap) <= AGREEMENT, check
     assert check.agree and "agrees" in check.verdict()
     assert check.warmup_s > 0 and check.replica_rate_per_s == pytest.approx(10 / plan.replicas)
