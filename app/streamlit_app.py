@@ -7,7 +7,6 @@ import streamlit as st
 
 from app.ui import inputs, keys, state
 from app.ui.compat import guard_integer_inputs_from_non_finite_urls
-from calculators.scenario import QUERY_KEYS
 from calculators.specs.catalog import CatalogError
 
 guard_integer_inputs_from_non_finite_urls()
@@ -44,7 +43,7 @@ page = st.navigation([
 ])
 if st.session_state.pop(keys.OPENED_WITH_SCENARIO, False) and page.url_path == "":
     # a shared link to the start page (older permalinks pointed there) opens on its numbers
-    st.switch_page(OVERVIEW, query_params={k: v for k, v in st.query_params.to_dict().items() if k not in QUERY_KEYS})
+    st.switch_page(OVERVIEW, query_params=inputs.unbound_params())
 from app.ui.errors import run_page  # noqa: E402
 
 run_page(page)

@@ -269,4 +269,12 @@ def show_permalink(ctx: state.Computed) -> None:
     st.sidebar.caption(f"`{url}`")
 
 
-__all__ = ["sidebar", "show_input_error", "show_permalink", "permalink", "FIELD_TO_KEY"]
+def unbound_params() -> dict[str, str]:
+    """The link's parameters that no widget is bound to (custom specs, format version), to carry through
+    ``st.switch_page``, which may not set a widget's bound parameter itself (the widgets write those back)."""
+    bound = set(QUERY_KEYS) | set(keys.PAGE_URL_KEYS)
+    return {k: v for k, v in st.query_params.to_dict().items() if k not in bound}
+
+
+__all__ = ["FIELD_TO_KEY", "index_of", "permalink", "show_input_error", "show_permalink", "sidebar", "unbound_params",
+           "widget_values"]

@@ -5,7 +5,7 @@ import streamlit as st
 
 from app.ui import state
 from app.ui.examples import EXAMPLES, Example
-from calculators.scenario import QUERY_KEYS
+from app.ui.inputs import unbound_params
 
 
 def _apply(example: Example) -> None:
@@ -21,8 +21,7 @@ def _card(example: Example) -> None:
         if st.button(example.button, key=f"start_{example.name}", type="primary", on_click=_apply,
                      args=(example,), width="stretch"):
             # keep the link's other parameters; the sidebar's widgets write their own back to the URL
-            st.switch_page(example.page, query_params={k: v for k, v in st.query_params.to_dict().items()
-                                                        if k not in QUERY_KEYS})
+            st.switch_page(example.page, query_params=unbound_params())
 
 
 def render() -> None:

@@ -51,3 +51,15 @@ def test_a_shared_link_to_the_start_page_opens_on_its_numbers(make_app):
     assert at.selectbox(key="model").value == "Qwen/Qwen3-8B" and at.number_input(key="tp").value == 2
     # only the session's first open is redirected: the Start page stays reachable
     assert "_opened_with_scenario" not in at.session_state
+
+
+def test_an_example_keeps_the_links_own_parameters_and_leaves_the_fleet_inputs(make_app):
+    at = make_app(START)
+    at.button(key="start_flags").click().run(timeout=120)
+    assert not at.exception and at.title[0].value == "KV cache & concurrency"
+    at.switch_page("views/fleet.py").run(timeout=120)
+    at.checkbox(key="fleet_conservative").check().run(timeout=120)
+    at.switch_page("views/start.py").run()
+    at.button(key="start_fleet").click().run(timeout=120)  # the fleet page's bound inputs do not block it
+    assert not at.exception and at.title[0].value == "Fleet planner"
+    assert at.checkbox(key="fleet_conservative").value is True
