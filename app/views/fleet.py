@@ -89,7 +89,8 @@ def _chosen(model, fitting: list, w, served: str, cap: float, n_plus_one: bool):
     for col, key in zip(t[:3], ("usd_per_million_input_tokens", "usd_per_million_output_tokens",
                                 "usd_per_million_tokens"), strict=True):
         col.metric(COST_LABELS[key], fc.money(getattr(chosen, key), 3))
-    t[3].metric("p99 TTFT / TPOT", f"{chosen.ttft_p99_s * 1e3:,.0f} / {chosen.tpot_s * 1e3:.1f} ms")
+    t[3].metric("p99 TTFT / TPOT [ms]", f"{chosen.ttft_p99_s * 1e3:,.0f} / {chosen.tpot_s * 1e3:.1f}",
+                help="time to first token (99th percentile, queueing included) / time per output token")
     st.markdown("\n".join(f"- {line}" for line in fc.band_lines(chosen)))
     st.code(serve_line(chosen, model.id, served), language="bash", wrap_lines=True)
     for note in chosen.notes:
