@@ -80,7 +80,7 @@ def config_upload() -> None:
         except InvalidInputError as exc:
             st.error(f"{up.name} is not a usable config.json — {exc}")
         else:
-            state.custom_models().setdefault(m.id, (m, cfg))
+            state.add_model(m, cfg)
             st.success(f"Model {m.id} ({m.attention_type}, {m.num_hidden_layers} layers) is available in this session.")
     for mid in state.custom_models():
         _use_button("model", mid)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.ui.inputs import widget_values
 from calculators.scenario import Scenario
 
 _FLAGS = ("gpu_memory_utilization", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype")
@@ -31,7 +32,6 @@ class Example:
     @property
     def widget_values(self) -> dict[str, Any]:
         """The sidebar's widget values for the whole example scenario (every field, defaults included)."""
-        from app.ui.inputs import widget_values
         return widget_values(self.scenario.model_dump())
 
     @property

@@ -102,14 +102,10 @@ def _model_from_link(name: str):
     try:
         return state.resolve_model(name)
     except InvalidInputError:
-        from calculators.specs.hf_config import model_from_config
-        from calculators.specs.hf_hub import config_from_hub, is_repo_id
+        from calculators.specs.hf_hub import is_repo_id
         if not is_repo_id(name):
             raise
-        cfg, source = config_from_hub(name)
-        spec = model_from_config(cfg, id=name, source=source)
-        state.custom_models()[spec.id] = (spec, {**cfg, "_name_or_path": spec.id})
-        return spec
+        return state.add_hub_model(name)
 
 
 def _first_run() -> None:

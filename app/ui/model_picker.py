@@ -18,9 +18,8 @@ HUB_ID_KEY = "model_hub_id"
 UPLOAD_KEY = "model_upload"
 
 
-def _use(spec: ModelSpec, cfg: dict) -> None:
-    """Add ``spec`` to this session's models and pick it (called from a widget callback)."""
-    state.custom_models().setdefault(spec.id, (spec, cfg))
+def _use(spec: ModelSpec) -> None:
+    """Pick a model this session now holds (called from a widget callback) and say so."""
     st.session_state["model"] = spec.id
     st.session_state[keys.MODEL_PICKER_MESSAGE] = ("success", f"Added {spec.id} ({spec.num_hidden_layers} layers, "
                                                    f"{spec.attention_type}) for this session.")
@@ -42,15 +41,10 @@ def _fetch() -> None:
         return
     except InvalidInputError:
         pass
-    from calculators.specs.hf_config import model_from_config
-    from calculators.specs.hf_hub import config_from_hub
     try:
-        cfg, source = config_from_hub(name)
-        spec = model_from_config(cfg, id=name, source=source)
+        _use(state.add_hub_model(name))
     except InvalidInputError as exc:
         _fail(f"{name} could not be added", exc)
-        return
-    _use(spec, {**cfg, "_name_or_path": spec.id})
 
 
 def model_from_upload(filename: str, raw: bytes) -> tuple[ModelSpec, dict]:
@@ -63,7 +57,7 @@ def model_from_upload(filename: str, raw: bytes) -> tuple[ModelSpec, dict]:
     fallback = None if stem.lower() == "config" else stem.replace("__", "/")
     shape = f"uploaded/{cfg.get('model_type') or 'model'}-{cfg.get('num_hidden_layers', '')}L"
     spec = model_from_config(cfg, id=str(cfg.get("_name_or_path") or fallback or shape))
-    return spec, {**cfg, "_name_or_path": spec.id}
+    return spec, cfg
 
 
 def _upload() -> None:
@@ -76,7 +70,7 @@ def _upload() -> None:
     except InvalidInputError as exc:
         _fail(f"{up.name} could not be read", exc)
         return
-    _use(spec, cfg)
+    _use(state.add_model(spec, cfg))
 
 
 def render(sb) -> str:

@@ -38,6 +38,22 @@ def custom_models() -> dict[str, tuple[ModelSpec, dict]]:
     return st.session_state.setdefault(keys.CUSTOM_MODELS, {})
 
 
+def add_model(spec: ModelSpec, config: dict) -> ModelSpec:
+    """Keep ``spec`` and its ``config.json`` (named by its id, so the permalink's ``cmodel`` rebuilds it) as
+    one of this session's models; a model already kept under that id stays as it was."""
+    custom_models().setdefault(spec.id, (spec, {**config, "_name_or_path": spec.id}))
+    return spec
+
+
+def add_hub_model(repo_id: str) -> ModelSpec:
+    """Fetch ``repo_id``'s ``config.json`` from the Hugging Face Hub (or its cache) and keep the model for this
+    session; raises :class:`InvalidInputError` with the reason (unknown, gated, offline) where it cannot."""
+    from calculators.specs.hf_config import model_from_config
+    from calculators.specs.hf_hub import config_from_hub
+    config, source = config_from_hub(repo_id)
+    return add_model(model_from_config(config, id=repo_id, source=source), config)
+
+
 def gpu_options() -> list[str]:
     return list(load_gpus()) + [k for k in custom_gpus() if k not in load_gpus()]
 

@@ -84,8 +84,7 @@ def band_caption(tpot_s: float | None = None, ttft_s: float | None = None,
         if given[metric] is None:
             continue
         band = timing_band(metric)
-        lo, hi = (float(x) * scale for x in band.edges(given[metric]))
-        parts.append(f"{label} {lo:,.{digits}f}–{hi:,.{digits}f} {unit}")
+        parts.append(f"{label} {band.range_text(given[metric], scale, unit, digits)}")
         coverage = min(coverage, band.coverage)
     if parts:
         st.caption("80 % band from public measurements: " + " · ".join(parts) + f" (bands like these held at least "

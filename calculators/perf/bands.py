@@ -90,11 +90,10 @@ class TimingBand:
         """The factor of the pessimistic edge: high for times, low for throughput."""
         return self.high_factor if PESSIMISTIC_EDGE[self.metric] == "high" else self.low_factor
 
-    def describe(self, value: float, unit_scale: float = 1.0, unit: str = "", digits: int = 0) -> str:
-        """``"80 % band 31–47 ms (held 78 % of held-out rows)"`` for ``value`` shown × ``unit_scale``."""
+    def range_text(self, value: float, unit_scale: float = 1.0, unit: str = "", digits: int = 0) -> str:
+        """``"31–47 ms"``: the band's edges around ``value``, shown × ``unit_scale`` with ``digits`` decimals."""
         lo, hi = (float(x) * unit_scale for x in self.edges(value))
-        return (f"80 % band {lo:,.{digits}f}–{hi:,.{digits}f}{(' ' + unit) if unit else ''} "
-                f"(held {100 * self.coverage:.0f} % of measurements from sources left out of its fit)")
+        return f"{lo:,.{digits}f}–{hi:,.{digits}f}{(' ' + unit) if unit else ''}"
 
 
 def parse_band_file(text: str) -> BandFile:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from calculators.errors import InvalidInputError
+from calculators.specs.schema import GPUSpec
 from calculators.units import GiB
 
 MAX_LOG_CHARS = 2_000_000
@@ -328,7 +329,7 @@ def _relative_gap(a: float, b: float) -> float:
     return abs(a - b) / max(abs(b), 1e-12)
 
 
-def gpus_with_memory(total_gpu_memory_gib: float, gpus: dict[str, Any]) -> list[str]:
+def gpus_with_memory(total_gpu_memory_gib: float, gpus: dict[str, GPUSpec]) -> list[str]:
     """Catalog GPU ids whose memory is within 2 % of ``total_gpu_memory_gib`` (what torch reported)."""
     return [g.id for g in gpus.values() if _relative_gap(g.memory_gib, total_gpu_memory_gib) <= 0.02]
 
@@ -351,7 +352,7 @@ def _weights_mismatch(log: VllmLog, doc: dict) -> list[LogMismatch]:
                                    "parallel layout", seen, predicted)]
 
 
-def _gpu_mismatch(log: VllmLog, gpu_memory_gib: float, gpus: dict[str, Any]) -> list[LogMismatch]:
+def _gpu_mismatch(log: VllmLog, gpu_memory_gib: float, gpus: dict[str, GPUSpec]) -> list[LogMismatch]:
     total = log.total_gpu_memory_gib
     if not total or _relative_gap(gpu_memory_gib, total) <= MISMATCH_TOLERANCE:
         return []
@@ -370,7 +371,7 @@ def _flag_mismatches(log: VllmLog, doc: dict) -> list[LogMismatch]:
 
 
 def log_mismatches(log: VllmLog, doc: dict, *, model_ids: tuple[str, ...], gpu_memory_gib: float,
-                   gpus: dict[str, Any]) -> list[LogMismatch]:
+                   gpus: dict[str, GPUSpec]) -> list[LogMismatch]:
     """How ``log`` disagrees with the capacity document ``doc`` of the scenario it is pasted into.
 
     ``model_ids``: the names the scenario's model answers to (id first, then aliases); ``gpu_memory_gib``:
