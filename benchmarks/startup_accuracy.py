@@ -88,6 +88,7 @@ def case_flags(case: dict, kv_cache_memory_bytes: int | None = None) -> dict:
         "vllm_version": case["vllm_version"],
         "engine": case["engine"],
         "kv_cache_memory_bytes": kv_cache_memory_bytes,
+        "flashinfer_sampler": case.get("flashinfer_sampler") or "auto",
     }
     if case.get("expert_parallel_size"):
         flags["expert_parallel_size"] = case["expert_parallel_size"]
@@ -172,6 +173,8 @@ FITTED = (
     ("forward_factor", None, [0.5 + 0.1 * i for i in range(26)]),
     ("sampler_bytes", "v0_sort", [2.0 * i for i in range(25)]),
     ("sampler_bytes", "v1_sort", [2.0 * i for i in range(25)]),
+    ("sampler_bytes", "flashinfer", [2.0 * i for i in range(4, 13)]),  # ≥ fp32 logits + probabilities
+    ("sampler_bytes", "v1_flashinfer_if_installed", [2.0 * i for i in range(21)]),
     ("non_torch_bytes", "one_gpu", [i * 0.02 * GiB for i in range(26)]),
     ("non_torch_bytes", "multi_gpu", [i * 0.05 * GiB for i in range(31)]),
     ("non_torch_bytes", "nvswitch", [i * 0.25 * GiB for i in range(13)]),  # NCCL NVLS buffers: ≤ 3 GiB

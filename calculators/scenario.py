@@ -21,6 +21,7 @@ from calculators.memory.kv_cache import KV_CACHE_DTYPES
 from calculators.memory.weights import QUANTIZATIONS
 from calculators.specs.schema import GPUSpec
 from calculators.units import GB, TFLOP, GiB
+from calculators.vllm.overheads import FLASHINFER_SAMPLER_CHOICES
 from calculators.vllm.versions import DEFAULT_VLLM_VERSION, parse_vllm_version
 
 FORMAT_VERSION = "1"
@@ -54,6 +55,7 @@ class Scenario(BaseModel):
     max_num_seqs: int | None = Field(default=None, ge=1)
     block_size: int | None = Field(default=None, ge=1, le=4096)
     enforce_eager: bool = False
+    flashinfer_sampler: str = "auto"
     vllm_version: str = DEFAULT_VLLM_VERSION
     kv_cache_memory_gib: float | None = Field(default=None, gt=0)
     mean_len: float | None = Field(default=None, gt=0)
@@ -74,7 +76,8 @@ class Scenario(BaseModel):
                 "kv_cache_dtype": self.kv_cache_dtype, "gpu_memory_utilization": self.gpu_memory_utilization,
                 "max_model_len": self.max_model_len, "max_num_batched_tokens": self.max_num_batched_tokens,
                 "max_num_seqs": self.max_num_seqs, "block_size": self.block_size,
-                "enforce_eager": self.enforce_eager, "vllm_version": self.vllm_version,
+                "enforce_eager": self.enforce_eager, "flashinfer_sampler": self.flashinfer_sampler,
+                "vllm_version": self.vllm_version,
                 "kv_cache_memory_bytes": None if kv is None else int(kv * GiB)}
 
     @property
@@ -101,6 +104,7 @@ class Scenario(BaseModel):
                           ("--gpu-memory-utilization", "gpu_memory_utilization"), ("--max-model-len", "max_model_len"),
                           ("--max-num-batched-tokens", "max_num_batched_tokens"), ("--max-num-seqs", "max_num_seqs"),
                           ("--block-size", "block_size"), ("--vllm-version", "vllm_version"),
+                          ("--flashinfer-sampler", "flashinfer_sampler"),
                           ("--kv-cache-memory", "kv_cache_memory_bytes")):
             if kw[key] is not None:
                 args += [flag, str(kw[key])]
@@ -120,7 +124,7 @@ QUERY_KEYS: dict[str, tuple[str, str]] = {
     "kv_dtype": ("kv_cache_dtype", "str"), "util": ("gpu_memory_utilization", "float"),
     "max_len": ("max_model_len", "opt_int"), "mnbt": ("max_num_batched_tokens", "opt_int"),
     "max_seqs": ("max_num_seqs", "opt_int"), "block": ("block_size", "opt_int"),
-    "eager": ("enforce_eager", "bool"), "vllm": ("vllm_version", "str"),
+    "eager": ("enforce_eager", "bool"), "sampler": ("flashinfer_sampler", "str"), "vllm": ("vllm_version", "str"),
     "kv_mem": ("kv_cache_memory_gib", "opt_float"), "mean_len": ("mean_len", "opt_float"),
     "p95_len": ("p95_len", "opt_float"),
     "in": ("input_len", "float"), "out": ("output_len", "float"), "rate": ("request_rate_per_s", "float"),
@@ -129,7 +133,8 @@ QUERY_KEYS: dict[str, tuple[str, str]] = {
 }
 FIELD_TO_KEY = {f: k for k, (f, _) in QUERY_KEYS.items()}
 EXTRA_KEYS = ("v", "cgpu", "cmodel")
-_CHOICES = {"dtype": DTYPE_CHOICES, "quantization": QUANT_CHOICES, "kv_cache_dtype": KV_DTYPE_CHOICES}
+_CHOICES = {"dtype": DTYPE_CHOICES, "quantization": QUANT_CHOICES, "kv_cache_dtype": KV_DTYPE_CHOICES,
+            "flashinfer_sampler": FLASHINFER_SAMPLER_CHOICES}
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
 

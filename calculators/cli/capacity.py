@@ -33,6 +33,11 @@ def _add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-num-seqs", type=int)
     p.add_argument("--block-size", type=int)
     p.add_argument("--enforce-eager", action="store_true")
+    p.add_argument("--flashinfer-sampler", default="auto", choices=["auto", "on", "off"],
+                   help="whether the profile run samples with FlashInfer: 'on' if the start-up log says 'Using "
+                        "FlashInfer for top-p & top-k sampling', 'off' if it falls back to the PyTorch-native "
+                        "implementation; auto = the release's default (0.8-0.11.0: FlashInfer when installed, as "
+                        "in the vllm/vllm-openai images)")
     p.add_argument("--kv-cache-memory", type=int, help="KV-cache bytes per GPU (skips the estimate)")
     p.add_argument("--vllm-version", default=DEFAULT_VLLM_VERSION)
     p.add_argument("--engine", default="auto", choices=["auto", "v0", "v1", "V0", "V1"])
@@ -56,7 +61,8 @@ def cmd_capacity(a: argparse.Namespace) -> int:
         kv_cache_dtype=a.kv_cache_dtype, gpu_memory_utilization=a.gpu_memory_utilization,
         max_model_len=a.max_model_len, max_num_batched_tokens=a.max_num_batched_tokens, max_num_seqs=a.max_num_seqs,
         block_size=a.block_size, enforce_eager=a.enforce_eager, kv_cache_memory_bytes=a.kv_cache_memory,
-        vllm_version=a.vllm_version, engine=a.engine, expert_parallel_size=tp if a.enable_expert_parallel else None)
+        vllm_version=a.vllm_version, engine=a.engine, expert_parallel_size=tp if a.enable_expert_parallel else None,
+        flashinfer_sampler=a.flashinfer_sampler)
     cal = load_calibration(a.calibration)
     served = a.model if not (a.model.endswith(".json") or Path(a.model).is_file()) else model.id
     doc = capacity_document(model, result, mean_len=a.seq_len_mean, p95_len=a.seq_len_p95, served_name=served)

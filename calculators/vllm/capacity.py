@@ -33,6 +33,7 @@ from calculators.units import GiB
 from calculators.validation import fraction, positive_int
 from calculators.vllm.overheads import (
     COEFFICIENTS,
+    FLASHINFER_SAMPLER_CHOICES,
     Coefficients,
     Estimate,
     activation_peak,
@@ -72,6 +73,7 @@ class Settings:
     vllm_version: str
     engine: str
     expert_parallel_size: int | None
+    flashinfer_sampler: str
 
 
 @dataclass(frozen=True)
@@ -190,9 +192,12 @@ def resolve_settings(model: ModelSpec, gpu_memory_bytes: float, gpu_name: str, *
                      max_num_seqs: int | None = None, block_size: int | None = None, enforce_eager: bool = False,
                      kv_cache_memory_bytes: int | None = None, vllm_version: str = DEFAULT_VLLM_VERSION,
                      engine: str = "auto", expert_parallel_size: int | None = None,
-                     mla_block_size: int = 16) -> Settings:
+                     flashinfer_sampler: str = "auto", mla_block_size: int = 16) -> Settings:
     """Validate the flags and fill in what vLLM would choose for those not given."""
     v = parse_vllm_version(vllm_version, engine)
+    if flashinfer_sampler not in FLASHINFER_SAMPLER_CHOICES:
+        raise InvalidInputError("flashinfer_sampler", flashinfer_sampler,
+                                "one of " + ", ".join(FLASHINFER_SAMPLER_CHOICES))
     if np.ndim(gpu_memory_utilization) != 0:
         raise InvalidInputError("gpu_memory_utilization", gpu_memory_utilization, "one fraction in (0, 1]")
     fraction("gpu_memory_utilization", gpu_memory_utilization)
@@ -225,6 +230,7 @@ def resolve_settings(model: ModelSpec, gpu_memory_bytes: float, gpu_name: str, *
         vllm_version=v.text, engine=v.engine,
         expert_parallel_size=None if expert_parallel_size is None else int(
             positive_int("expert_parallel_size", expert_parallel_size, scalar=True)),
+        flashinfer_sampler=flashinfer_sampler,
     )
 
 
@@ -246,7 +252,8 @@ def stage_overheads(model: ModelSpec, s: Settings, gpu: GPUSpec | None, num_laye
     quantized = s.quantization != "none"
     act = activation_peak(model, max_num_batched_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs,
                           tensor_parallel_size=s.tensor_parallel_size, act_bytes=dtype_bytes(s.dtype),
-                          sampler=sampler_profile(v, model, quantized), coefficients=coefficients)
+                          sampler=sampler_profile(v, model, quantized, s.flashinfer_sampler),
+                          coefficients=coefficients)
     nt = non_torch(s.tensor_parallel_size * s.pipeline_parallel_size, gpu, coefficients)
     cg = cudagraph(model, num_layers, s.enforce_eager, s.max_num_seqs, coefficients)
     return act, nt, cg, subtracts_cudagraphs(v, model, quantized, s.enforce_eager)

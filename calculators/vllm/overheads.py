@@ -23,6 +23,17 @@ ACTIVATION_FFN_COPIES = 3
 CUDAGRAPH_FULL_CAPTURE_TOKENS = 512
 #: GPU architectures whose NVLink switch systems give NCCL its NVLink-SHARP buffers.
 NVSWITCH_ARCHITECTURES = ("Hopper", "Blackwell", "Blackwell Ultra")
+#: ``flashinfer_sampler`` values: the release's default, or what the log's sampler line says
+#: ("Using FlashInfer for top-p & top-k sampling" = ``on``; "Falling back to the PyTorch-native
+#: implementation" = ``off``). vLLM's switch is the environment variable VLLM_USE_FLASHINFER_SAMPLER.
+FLASHINFER_SAMPLER_CHOICES = ("auto", "on", "off")
+#: V1 releases ``[from, until)`` whose profile run samples through FlashInfer's top-k/top-p kernel
+#: exactly when the flashinfer package is installed, as it is in the vllm/vllm-openai images and not
+#: in a plain ``pip install vllm``: 0.8.x (the images' FlashInfer 0.2.1 predates the 0.2.3 cut-off of
+#: vLLM pull request 14815) and 0.9.0–0.11.0 (pull request 15777 re-enabled it for any version).
+#: From 0.11.1 (pull request 26859) the sampler is opt-in, and from 0.17 the fallback no longer
+#: sorts (docs/vllm-memory.md §2.3).
+FLASHINFER_SAMPLER_DEFAULT_RELEASES = ((0, 8, 0), (0, 11, 1))
 
 
 @dataclass(frozen=True)
@@ -55,8 +66,9 @@ class Coefficients:
 COEFFICIENTS = Coefficients(
     activation_base_bytes=Span(0.0, 0.4 * GiB, 0.6 * GiB),
     forward_factor=Span(0.8, 0.9, 2.6),
-    sampler_bytes={"v0_sort": Span(20, 30, 36), "v1_sort": Span(4, 36, 40), "logits": Span(0, 6, 12)},
-    non_torch_bytes={"one_gpu": Span(0.0, 0.08 * GiB, 0.5 * GiB), "multi_gpu": Span(0.0, 0.0, 0.7 * GiB),
+    sampler_bytes={"v0_sort": Span(20, 34, 36), "v1_sort": Span(30, 36, 40), "flashinfer": Span(8, 8, 20),
+                   "v1_flashinfer_if_installed": Span(8, 36, 40), "logits": Span(0, 6, 12)},
+    non_torch_bytes={"one_gpu": Span(0.0, 0.0, 0.5 * GiB), "multi_gpu": Span(0.0, 0.45 * GiB, 0.7 * GiB),
                      "nvswitch": Span(0.2 * GiB, 3.0 * GiB, 7.2 * GiB)},
     cudagraph_per_layer_bytes={"dense": Span(8 * MiB, 17 * MiB, 34 * MiB), "moe": Span(3 * MiB, 17 * MiB, 74 * MiB)},
 )
@@ -76,19 +88,27 @@ class Estimate:
         return cls(value, value, value, basis)
 
 
-def sampler_profile(v: VllmVersion, model: ModelSpec, quantized: bool) -> str:
+def sampler_profile(v: VllmVersion, model: ModelSpec, quantized: bool, flashinfer_sampler: str = "auto") -> str:
     """Which sampler pass the release's profile run makes (docs/vllm-memory.md §2.3).
 
-    ``v0_sort``: the V0 engine samples its dummy requests with top-p/top-k (a full sort of the
-    logits). ``v1_sort``: the V1 model runner does the same from 0.8.0 (``_dummy_sampler_run`` in
-    vllm/v1/worker/gpu_model_runner.py, vLLM pull request 13594) until 0.17, which measures much
-    less. ``logits``: V1 0.7.x, 0.17+, and the V2 model runner, whose dummy batch carries no
-    sampling parameters, hold little more than the logits.
+    ``v0_sort`` / ``v1_sort``: the dummy requests are sampled with top-p/top-k by a full sort of the
+    logits (V0; the V1 model runner from 0.8.0, ``_dummy_sampler_run`` in
+    vllm/v1/worker/gpu_model_runner.py, vLLM pull request 13594). ``flashinfer``: the same requests
+    through FlashInfer's top-k/top-p kernel, which sorts nothing. ``v1_flashinfer_if_installed``:
+    releases that take that kernel by default whenever flashinfer is installed
+    (:data:`FLASHINFER_SAMPLER_DEFAULT_RELEASES`), when the install is not known. ``logits``: V1
+    0.7.x, 0.17+ and the V2 model runner, whose dummy batch carries no sampling parameters.
+    ``flashinfer_sampler`` (:data:`FLASHINFER_SAMPLER_CHOICES`) overrides the release's default.
     """
+    if v.engine == "V1" and (not v.at_least(0, 8) or v.at_least(0, 17) or uses_v2_model_runner(v, model, quantized)):
+        return "logits"
+    if flashinfer_sampler == "on":
+        return "flashinfer"
     if v.engine == "V0":
         return "v0_sort"
-    if not v.at_least(0, 8) or v.at_least(0, 17) or uses_v2_model_runner(v, model, quantized):
-        return "logits"
+    start, until = FLASHINFER_SAMPLER_DEFAULT_RELEASES
+    if flashinfer_sampler == "auto" and v.at_least(*start) and not v.at_least(*until):
+        return "v1_flashinfer_if_installed"
     return "v1_sort"
 
 

@@ -75,6 +75,9 @@ _PATTERNS = {
     "debug_v1": re.compile(r"Desired GPU memory utilization is \(" + _NUM + r", " + _NUM + r" GiB\)\. Actual usage is "
                            + _NUM + r" GiB for weight, " + _NUM + r" GiB for peak activation, " + _NUM
                            + r" GiB for non-torch memory, and " + _NUM + r" GiB for CUDAGraph"),
+    "sampler_on": re.compile(r"Using FlashInfer for top-p & top-k sampling"),
+    "sampler_off": re.compile(r"[Ff]alling back to the PyTorch-native implementation of top-p & top-k sampling"
+                              r"|FlashInfer top-p/top-k sampling disabled via VLLM_USE_FLASHINFER_SAMPLER=0"),
     "version": re.compile(r"(?:vLLM API server version|vLLM version|LLM engine \(v|version)\s*v?(\d+\.\d+(?:\.\d+)?)"),
     "non_default": re.compile(r"non-default args:\s*(\{.*\})"),
     "config": re.compile(r"with config:\s*(.*)$"),
@@ -144,8 +147,15 @@ def _check_log_text(text: str) -> None:
         raise InvalidInputError("log", f"{len(text)} characters", f"at most {MAX_LOG_CHARS:,} characters")
 
 
+#: Line formats that reveal a setting or the version but print no start-up number.
+_SETTINGS_ONLY = ("version", "non_default", "config", "sampler_on", "sampler_off")
+
+
 def _take_settings(name: str, m: re.Match, settings: dict) -> None:
-    """Settings from a "with config:" line (the first value of a key wins) or a "non-default args" line."""
+    """Settings from a "with config:" line (the first value of a key wins), a "non-default args" line,
+    or the sampler line (``flashinfer_sampler``: on / off)."""
+    if name in ("sampler_on", "sampler_off"):
+        settings.setdefault("flashinfer_sampler", "on" if name == "sampler_on" else "off")
     if name == "config":
         settings.update({k: x for k, x in _config_settings(m.group(1)).items() if k not in settings})
     if name == "non_default":
@@ -168,7 +178,7 @@ def _scan_line(line: str, v: dict, found: set[str]) -> tuple[bool, str | None]:
         except ValueError:  # a negative count or a number too large: not a line vLLM prints
             continue
         found.add(name)
-        hit = hit or name not in ("version", "non_default", "config")
+        hit = hit or name not in _SETTINGS_ONLY
         if name == "version":
             printed = m.group(1)
         _take_settings(name, m, v["settings"])
@@ -266,7 +276,7 @@ def scenario_updates(log: VllmLog) -> dict:
     if mml:
         out["max_model_len"] = int(mml)
     for key in ("tensor_parallel_size", "pipeline_parallel_size", "block_size", "max_num_seqs",
-                "max_num_batched_tokens", "enforce_eager"):
+                "max_num_batched_tokens", "enforce_eager", "flashinfer_sampler"):
         if key in s:
             out[key] = s[key]
     util = log.gpu_memory_utilization or s.get("gpu_memory_utilization")

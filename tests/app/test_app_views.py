@@ -229,6 +229,17 @@ def test_use_these_numbers_applies_the_printed_kv_memory(make_app):
     assert metrics(at)["GPU KV cache size [tokens]"] == "420,208"
 
 
+def test_use_these_numbers_takes_the_logs_sampler(make_app):
+    at = make_app(**DEEP)
+    at.switch_page("views/kv_cache.py").run()
+    log = LOG_70B_TP4 + ("\nINFO 09-10 12:00:02 [topk_topp_sampler.py:58] Using FlashInfer for top-p & top-k "
+                         "sampling.")
+    at.text_area(key="log_text").input(log).run()
+    assert at.selectbox(key="sampler").value == "auto"
+    at.button(key="log_use").click().run()
+    assert not at.exception and at.selectbox(key="sampler").value == "on"
+
+
 def test_timed_figures_carry_their_band(make_app):
     import re
 

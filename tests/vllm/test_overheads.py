@@ -13,16 +13,26 @@ from tests.conftest import HF_CONFIGS
 QWEN3_MOE = "Qwen__Qwen3-Coder-30B-A3B-Instruct.json"
 
 
-def _profile(version: str, quantized: bool = False, engine: str = "auto") -> str:
-    return sampler_profile(parse_vllm_version(version, engine), get_model("Qwen/Qwen2.5-7B-Instruct-AWQ"), quantized)
+def _profile(version: str, quantized: bool = False, engine: str = "auto", flashinfer: str = "auto") -> str:
+    return sampler_profile(parse_vllm_version(version, engine), get_model("Qwen/Qwen2.5-7B-Instruct-AWQ"), quantized,
+                           flashinfer)
 
 
 def test_sampler_profile_by_release():
     assert _profile("0.6.6") == "v0_sort"
     assert _profile("0.7.3", engine="V1") == "logits"  # V1 before the sampler joined the profile run
-    assert _profile("0.10.2") == "v1_sort" and _profile("0.16.0") == "v1_sort"
+    # 0.8.0-0.11.0 take FlashInfer's kernel when flashinfer is installed (vLLM pull requests 14815, 15777)
+    assert _profile("0.8.0") == _profile("0.10.2") == _profile("0.11.0") == "v1_flashinfer_if_installed"
+    assert _profile("0.11.1") == "v1_sort" and _profile("0.16.0") == "v1_sort"  # opt-in from 0.11.1 (PR 26859)
     assert _profile("0.17.1") == "logits"
     assert _profile("0.26.0", quantized=True) == "logits"  # V2 model runner
+
+
+def test_sampler_line_of_the_log_overrides_the_default():
+    assert _profile("0.10.1", flashinfer="on") == "flashinfer"  # "Using FlashInfer for top-p & top-k sampling."
+    assert _profile("0.10.2", flashinfer="off") == "v1_sort"  # "FlashInfer is not available. Falling back …"
+    assert _profile("0.14.0", flashinfer="on") == "flashinfer"  # VLLM_USE_FLASHINFER_SAMPLER=1
+    assert _profile("0.17.1", flashinfer="off") == "logits"  # no sort from 0.17 whichever sampler runs
 
 
 def test_non_torch_class_by_interconnect():
@@ -35,20 +45,20 @@ def test_non_torch_class_by_interconnect():
     assert e.low <= 0.21 * GiB <= e.high  # V1-07 printed 0.21 GiB at TP 8 on L40S (0.10.2)
 
 
-@pytest.mark.parametrize(("model", "tokens", "seqs", "tp", "version", "printed_gib"), [
-    # V1-14: Qwen3-30B-A3B bf16, H100, 0.10.2 printed "5.58 GiB for peak activation"
-    (QWEN3_MOE, 8192, 1024, 1, "0.10.2", 5.58),
-    # V1-07: Qwen3-235B-A22B FP8 TP 8 on L40S, 0.10.2 printed 1.40 GiB
-    ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", 2048, 256, 8, "0.10.2", 1.40),
+@pytest.mark.parametrize(("model", "tokens", "seqs", "tp", "version", "flashinfer", "printed_gib"), [
+    # V1-14: Qwen3-30B-A3B bf16, H100, 0.10.2 ("FlashInfer is not available") printed "5.58 GiB for peak activation"
+    (QWEN3_MOE, 8192, 1024, 1, "0.10.2", "off", 5.58),
+    # V1-07: Qwen3-235B-A22B FP8 TP 8 on L40S, 0.10.2 (no FlashInfer) printed 1.40 GiB
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", 2048, 256, 8, "0.10.2", "off", 1.40),
     # V0-09: Phi-4-mini on 0.7.3 V0 printed 1.83 GiB (sampler over 256 × 200,064 vocabulary entries)
-    ("microsoft__Phi-4-mini-instruct.json", 2048, 256, 1, "0.7.3", 1.83),
+    ("microsoft__Phi-4-mini-instruct.json", 2048, 256, 1, "0.7.3", "auto", 1.83),
     # V0-03: Qwen2.5-1.5B on 0.7.2 V0, 32,768 profiled tokens, printed 2.02 GiB
-    ("Qwen__Qwen2.5-1.5B-Instruct.json", 32768, 256, 1, "0.7.2", 2.02),
+    ("Qwen__Qwen2.5-1.5B-Instruct.json", 32768, 256, 1, "0.7.2", "auto", 2.02),
 ])
-def test_activation_peak_near_printed(model, tokens, seqs, tp, version, printed_gib):
+def test_activation_peak_near_printed(model, tokens, seqs, tp, version, flashinfer, printed_gib):
     m = load_config_file(HF_CONFIGS / model) if model.endswith(".json") else get_model(model)
     e = activation_peak(m, max_num_batched_tokens=tokens, max_num_seqs=seqs, tensor_parallel_size=tp, act_bytes=2,
-                        sampler=sampler_profile(parse_vllm_version(version), m, False))
+                        sampler=sampler_profile(parse_vllm_version(version), m, False, flashinfer))
     assert e.low <= printed_gib * GiB <= e.high
     assert e.value / GiB == pytest.approx(printed_gib, rel=0.25)
 

@@ -82,6 +82,12 @@ def test_corpus_loads_with_unique_ids_and_all_fields():
         assert mc is None or isinstance(mc, float), c["case_id"]
 
 
+def test_the_sampler_setting_is_on_off_or_unknown_with_its_evidence():
+    for c in CORPUS:
+        assert c["flashinfer_sampler"] in (None, "on", "off"), c["case_id"]
+        assert (c["flashinfer_sampler"] is None) == (c["flashinfer_sampler_evidence"] is None), c["case_id"]
+
+
 def test_every_case_has_a_source_locator_and_a_version():
     for c in CORPUS:
         assert isinstance(c["source_url"], str) and len(c["source_url"]) > 15, c["case_id"]

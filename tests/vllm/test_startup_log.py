@@ -6,7 +6,7 @@ import pytest
 from calculators.report.capacity import capacity_document
 from calculators.specs.catalog import get_gpu, get_model, load_gpus
 from calculators.vllm.capacity import vllm_capacity
-from calculators.vllm.startup_log import gpus_with_memory, log_mismatches, parse_vllm_log
+from calculators.vllm.startup_log import gpus_with_memory, log_mismatches, parse_vllm_log, scenario_updates
 
 # Llama-3.1-8B on one H100: vLLM prints "Model loading took 14.9888 GiB" (parameters in bf16 and the rotary
 # cache); the product reproduces it.
@@ -66,3 +66,19 @@ def test_instruct_name_matches_its_base_model():
 def test_gpus_with_memory_within_two_percent():
     assert gpus_with_memory(79.19, load_gpus())[:2] == ["A100-80GB-SXM", "A100-80GB-PCIe"]
     assert gpus_with_memory(1000.0, load_gpus()) == []
+
+
+@pytest.mark.parametrize(("line", "setting"), [
+    # vLLM 0.10.1.1, dennislee22/vLLM-benchmarking log/vllm-7B-1gpuA10080GB-0.25GRAM.log
+    ("(EngineCore_0 pid=1812) INFO 09-04 01:02:57 [topk_topp_sampler.py:50] Using FlashInfer for top-p & top-k "
+     "sampling.", "on"),
+    # vLLM 0.10.2 / 0.11.0 without the flashinfer package
+    ("WARNING 10-14 19:22:46 [topk_topp_sampler.py:66] FlashInfer is not available. Falling back to the "
+     "PyTorch-native implementation of top-p & top-k sampling. For the best performance, please install "
+     "FlashInfer.", "off"),
+])
+def test_the_sampler_line_sets_flashinfer_sampler(line, setting):
+    log = parse_vllm_log(line + "\nINFO [gpu_worker.py:276] Available KV cache memory: 5.01 GiB")
+    assert log.settings["flashinfer_sampler"] == setting
+    assert scenario_updates(log)["flashinfer_sampler"] == setting
+    assert log.recognised_lines == 1  # the sampler line reveals a setting, not a start-up number
