@@ -27,6 +27,12 @@ from pydantic import ValidationError
 from calculators.errors import InvalidInputError
 from calculators.specs.schema import ModelSpec
 
+#: ``model_type``s whose MLP is two matrices (up, activation, down) rather than gate + up + down:
+#: ``PhiMLP`` (fc1/fc2), GPT-NeoX, GPT-J, GPT-2, StarCoder2, BLOOM, OPT, MPT, GPTBigCode, CodeGen in
+#: transformers' modelling code (https://github.com/huggingface/transformers/tree/v4.57.0/src/transformers/models).
+UNGATED_MLP_MODEL_TYPES = frozenset({"phi", "gpt_neox", "gptj", "gpt2", "starcoder2", "bloom", "opt", "mpt",
+                                     "gpt_bigcode", "codegen"})
+
 MAX_CONFIG_BYTES = 2_000_000
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16", "float32": "float32",
            "float": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -335,7 +341,7 @@ def _core_dims(c: dict[str, Any], assumed: list[str]) -> dict[str, Any]:
                                                 2048 if is_falcon else None, "Falcon", assumed),
         "tie_word_embeddings": _tied(c, is_falcon, assumed),
         "torch_dtype": _dtype(c, assumed),
-        "gated_mlp": not is_falcon,
+        "gated_mlp": not is_falcon and c.get("model_type") not in UNGATED_MLP_MODEL_TYPES,
         "attention_bias": _attention_bias(c, assumed),
         "norm_bias": is_falcon,
     }

@@ -6,8 +6,10 @@ import json
 import pytest
 
 from calculators.errors import InvalidInputError
+from calculators.memory.weights import weight_bytes_per_stage
 from calculators.specs.catalog import load_models
 from calculators.specs.hf_config import load_config_file, model_from_config, model_from_json_text
+from calculators.units import GiB
 from tests.conftest import HF_CONFIGS, hf
 
 FIXTURES = sorted(p.stem for p in HF_CONFIGS.glob("*.json"))
@@ -278,3 +280,14 @@ def test_modelopt_hf_quant_config_beside_a_config_json(tmp_path):
          "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "group_size": 16,
                           "exclude_modules": ["lm_head"]}}))
     assert load_config_file(tmp_path / "config.json").quantization == "nvfp4"
+
+
+def test_phi_mlp_has_two_matrices_and_its_weights_match_the_log():
+    # PhiMLP is fc1 → gelu → fc2. vLLM 0.6.4 loaded microsoft/phi-1_5 in "2.64 GiB" (V0-06 of the start-up
+    # corpus): 24 × (4 × 2048² + 2048 × 2048 + 2 × 2048 × 8192) weights + biases, 2 × 51,200 × 2048
+    # embedding and head = 1,418,270,720 parameters ≈ 2.64 GiB in float16.
+    m = hf("microsoft__phi-1_5")
+    assert not m.gated_mlp
+    weights = float(weight_bytes_per_stage(m, tensor_parallel_size=1, pipeline_parallel_size=1,
+                                           quantization="none", dtype="float16")[0])
+    assert weights / GiB == pytest.approx(2.64, abs=0.01)
