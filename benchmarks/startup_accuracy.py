@@ -171,13 +171,16 @@ def evaluate(case: dict, coefficients: Coefficients = COEFFICIENTS) -> dict:
 FITTED = (
     ("activation_base_bytes", None, [i * 0.05 * GiB for i in range(13)]),
     ("forward_factor", None, [0.5 + 0.1 * i for i in range(26)]),
-    ("sampler_bytes", "v0_sort", [2.0 * i for i in range(25)]),
-    ("sampler_bytes", "v1_sort", [2.0 * i for i in range(25)]),
+    # a sort of the fp32 logits holds the logits, sorted values, int64 indices, probabilities and their
+    # cumulative sum (~24 B) and at most their scatter back (~40 B): fits outside that are not physical
+    ("sampler_bytes", "v0_sort", [2.0 * i for i in range(12, 21)]),
+    ("sampler_bytes", "v1_sort", [2.0 * i for i in range(12, 21)]),
     ("sampler_bytes", "flashinfer", [2.0 * i for i in range(4, 13)]),  # ≥ fp32 logits + probabilities
     ("sampler_bytes", "v1_flashinfer_if_installed", [2.0 * i for i in range(21)]),
     ("non_torch_bytes", "one_gpu", [i * 0.02 * GiB for i in range(26)]),
     ("non_torch_bytes", "multi_gpu", [i * 0.05 * GiB for i in range(31)]),
     ("non_torch_bytes", "nvswitch", [i * 0.25 * GiB for i in range(13)]),  # NCCL NVLS buffers: ≤ 3 GiB
+    ("non_torch_bytes", "rocm", [i * 0.25 * GiB for i in range(17)]),
 )
 #: A case's error counts at most this much in the fit, so one broken log cannot steer it.
 FIT_ERROR_CAP = 0.5
@@ -221,11 +224,12 @@ def fit_case(case: dict) -> dict | None:
     else:
         return None
     return {"case": case, "model": case_model(case), "settings": r.settings, "gpu": case_gpu(case).get("gpu"),
-            "layers": st.num_layers, "rest": r.budget_bytes - st.weights_bytes, "truth": truth}
+            "layers": st.num_layers, "last_stage": st.stage == r.settings.pipeline_parallel_size - 1,
+            "rest": r.budget_bytes - st.weights_bytes, "truth": truth}
 
 
 def _fit_error(fc: dict, c: Coefficients) -> float:
-    act, nt, cg, sub = stage_overheads(fc["model"], fc["settings"], fc["gpu"], fc["layers"], c)
+    act, nt, cg, sub = stage_overheads(fc["model"], fc["settings"], fc["gpu"], fc["layers"], c, fc["last_stage"])
     pred = fc["rest"] - act.value - nt.value - (cg.value if sub else 0.0)
     return min(FIT_ERROR_CAP, abs(_err(pred, fc["truth"])))
 

@@ -28,7 +28,7 @@ FORMAT_VERSION = "1"
 DTYPE_CHOICES = ("auto", "bfloat16", "float16", "float32")
 QUANT_CHOICES = ("auto", *QUANTIZATIONS)
 KV_DTYPE_CHOICES = tuple(KV_CACHE_DTYPES)
-#: vLLM releases offered in the version selector (any 0.6.0–0.x release is accepted).
+#: vLLM releases offered in the version selector (any 0.5.5–0.x release is accepted).
 VLLM_RELEASES = ("0.6.3", "0.6.4", "0.6.6", "0.7.3", "0.8.5", "0.9.0", "0.9.2", "0.10.0", "0.10.1", "0.10.2",
                  "0.11.0", "0.12.0", "0.14.0", "0.16.0", "0.18.0", "0.20.0", "0.21.0", "0.24.0", "0.26.0",
                  "0.28.0", "0.30.0", "0.33.0")

@@ -158,7 +158,7 @@ def sidebar() -> tuple[Scenario, dict]:
                                          help=f"{_AUTO} (the model's max_position_embeddings)", **BIND)
     ph["max_model_len"] = sb.empty()
     v["vllm_version"] = sb.selectbox("vLLM version", VLLM_RELEASES, index=len(VLLM_RELEASES) - 1, key="vllm",
-                                     accept_new_options=True, help="pick a release or type another (0.6.0 to 0.x)",
+                                     accept_new_options=True, help="pick a release or type another (0.5.5 to 0.x)",
                                      **BIND)
     ph["vllm_version"] = sb.empty()
     c3, c4 = sb.columns(2)

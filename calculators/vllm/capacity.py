@@ -246,13 +246,16 @@ class _Context:
 
 
 def stage_overheads(model: ModelSpec, s: Settings, gpu: GPUSpec | None, num_layers: int,
-                    coefficients: Coefficients = COEFFICIENTS) -> tuple[Estimate, Estimate, Estimate, bool]:
-    """A stage's activation peak, non-torch memory and CUDA-graph pool, and whether the graphs are deducted."""
+                    coefficients: Coefficients = COEFFICIENTS,
+                    last_stage: bool = True) -> tuple[Estimate, Estimate, Estimate, bool]:
+    """A stage's activation peak, non-torch memory and CUDA-graph pool, and whether the graphs are deducted.
+
+    Only the last pipeline stage runs the profile's sampler pass."""
     v = parse_vllm_version(s.vllm_version, s.engine)
     quantized = s.quantization != "none"
     act = activation_peak(model, max_num_batched_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs,
                           tensor_parallel_size=s.tensor_parallel_size, act_bytes=dtype_bytes(s.dtype),
-                          sampler=sampler_profile(v, model, quantized, s.flashinfer_sampler),
+                          sampler=sampler_profile(v, model, quantized, s.flashinfer_sampler) if last_stage else None,
                           coefficients=coefficients)
     nt = non_torch(s.tensor_parallel_size * s.pipeline_parallel_size, gpu, coefficients)
     cg = cudagraph(model, num_layers, s.enforce_eager, s.max_num_seqs, coefficients)
@@ -261,7 +264,8 @@ def stage_overheads(model: ModelSpec, s: Settings, gpu: GPUSpec | None, num_laye
 
 def _stage(model: ModelSpec, ctx: _Context, i: int, kinds: tuple[str, ...], weights: float) -> StageMemory:
     s, v, budget = ctx.settings, ctx.version, ctx.budget
-    act, nt, cg, cg_sub = stage_overheads(model, s, ctx.gpu, len(kinds), ctx.coefficients)
+    act, nt, cg, cg_sub = stage_overheads(model, s, ctx.gpu, len(kinds), ctx.coefficients,
+                                          last_stage=i == s.pipeline_parallel_size - 1)
     if s.kv_cache_memory_bytes is not None:
         available = Estimate.exact(float(s.kv_cache_memory_bytes), "--kv-cache-memory")
     else:

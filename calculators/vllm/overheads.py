@@ -64,12 +64,12 @@ class Coefficients:
 #: Fitted on the corpus's printed terms and implied overheads (budget − weights − KV);
 #: benchmarks/startup_accuracy.py refits them without each log's source to judge them.
 COEFFICIENTS = Coefficients(
-    activation_base_bytes=Span(0.0, 0.4 * GiB, 0.6 * GiB),
-    forward_factor=Span(0.8, 0.9, 2.6),
-    sampler_bytes={"v0_sort": Span(20, 34, 36), "v1_sort": Span(30, 36, 40), "flashinfer": Span(8, 8, 20),
-                   "v1_flashinfer_if_installed": Span(8, 36, 40), "logits": Span(0, 6, 12)},
-    non_torch_bytes={"one_gpu": Span(0.0, 0.0, 0.5 * GiB), "multi_gpu": Span(0.0, 0.45 * GiB, 0.7 * GiB),
-                     "nvswitch": Span(0.2 * GiB, 3.0 * GiB, 7.2 * GiB)},
+    activation_base_bytes=Span(0.0, 0.25 * GiB, 0.6 * GiB),
+    forward_factor=Span(0.8, 1.0, 2.6),
+    sampler_bytes={"v0_sort": Span(20, 40, 40), "v1_sort": Span(30, 36, 40), "flashinfer": Span(8, 8, 20),
+                   "v1_flashinfer_if_installed": Span(8, 38, 40), "logits": Span(0, 6, 12)},
+    non_torch_bytes={"one_gpu": Span(0.0, 0.0, 0.5 * GiB), "multi_gpu": Span(0.0, 0.6 * GiB, 0.7 * GiB),
+                     "nvswitch": Span(0.2 * GiB, 3.0 * GiB, 7.2 * GiB), "rocm": Span(0.0, 3.0 * GiB, 4.0 * GiB)},
     cudagraph_per_layer_bytes={"dense": Span(8 * MiB, 17 * MiB, 34 * MiB), "moe": Span(3 * MiB, 17 * MiB, 74 * MiB)},
 )
 
@@ -113,7 +113,10 @@ def sampler_profile(v: VllmVersion, model: ModelSpec, quantized: bool, flashinfe
 
 
 def non_torch_class(num_gpus: int, gpu: GPUSpec | None) -> str:
-    """``one_gpu``, ``multi_gpu`` or ``nvswitch`` (several Hopper/Blackwell GPUs on NVLink)."""
+    """``rocm`` (AMD GPUs: the HIP runtime's and hipBLASLt's workspaces), else ``one_gpu``,
+    ``multi_gpu`` or ``nvswitch`` (several Hopper/Blackwell GPUs on NVLink)."""
+    if gpu is not None and gpu.vendor == "AMD":
+        return "rocm"
     if num_gpus <= 1:
         return "one_gpu"
     if gpu is not None and gpu.architecture in NVSWITCH_ARCHITECTURES and gpu.scale_up_link.startswith("NVLink"):
@@ -129,26 +132,28 @@ def _forward_bytes_per_token(model: ModelSpec, tensor_parallel_size: int, act_by
 
 
 def activation_peak(model: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int,
-                    tensor_parallel_size: int, act_bytes: int, sampler: str = "v1_sort",
+                    tensor_parallel_size: int, act_bytes: int, sampler: str | None = "v1_sort",
                     coefficients: Coefficients = COEFFICIENTS) -> Estimate:
     """Peak activation memory of vLLM's profile run on one GPU [bytes].
 
     ``base + max(forward_factor × tokens × per-token bytes, requests × vocab × sampler bytes)``:
     the forward pass over ``max_num_batched_tokens`` and the sampler pass over
     ``min(max_num_seqs, max_num_batched_tokens)`` dummy requests do not overlap
-    (docs/vllm-memory.md §2.3).
+    (docs/vllm-memory.md §2.3). ``sampler=None``: no sampler pass, as on every pipeline stage
+    but the last (only the last rank samples in V0's ``execute_model`` and V1's ``profile_run``).
     """
     c = coefficients
     per_token = _forward_bytes_per_token(model, tensor_parallel_size, act_bytes)
     forward = max_num_batched_tokens * per_token
-    entries = min(max_num_seqs, max_num_batched_tokens) * model.vocab_size
-    s = c.sampler_bytes[sampler]
+    entries = 0 if sampler is None else min(max_num_seqs, max_num_batched_tokens) * model.vocab_size
+    s = c.sampler_bytes[sampler] if sampler is not None else Span(0.0, 0.0, 0.0)
 
     def peak(base: float, k: float, b: float) -> float:
         return base + max(k * forward, entries * b)
+    sampling = (f"{entries:,} vocab entries × {s.value:g} B [{sampler} sampler]" if sampler is not None
+                else "no sampler pass on this pipeline stage")
     basis = (f"{c.activation_base_bytes.value / GiB:.2f} GiB + max({c.forward_factor.value:g} × "
-             f"{max_num_batched_tokens} tokens × {per_token:,.0f} B, "
-             f"{entries:,} vocab entries × {s.value:g} B [{sampler} sampler])")
+             f"{max_num_batched_tokens} tokens × {per_token:,.0f} B, {sampling})")
     b, k = c.activation_base_bytes, c.forward_factor
     return Estimate(peak(b.value, k.value, s.value), peak(b.low, k.low, s.low), peak(b.high, k.high, s.high), basis)
 

@@ -11,6 +11,8 @@ from calculators.errors import InvalidInputError
 from calculators.specs.schema import ModelSpec
 
 DEFAULT_VLLM_VERSION = "0.33.0"
+#: The oldest release whose start-up accounting docs/vllm-memory.md was read from.
+OLDEST_RELEASE = (0, 5, 5)
 _V2_RUNNER_023 = {"Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM"}
 _V2_RUNNER_024 = _V2_RUNNER_023 | {"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"}
 
@@ -36,8 +38,8 @@ def parse_vllm_version(text: str, engine: str = "auto") -> VllmVersion:
     if not m:
         raise InvalidInputError("vllm_version", text, "a release such as 0.10.2")
     release = (int(m[1]), int(m[2]), int(m[3] or 0))
-    if release < (0, 6, 0) or release >= (1, 0, 0):
-        raise InvalidInputError("vllm_version", text, "a release from 0.6.0 up to 0.x")
+    if release < OLDEST_RELEASE or release >= (1, 0, 0):
+        raise InvalidInputError("vllm_version", text, "a release from 0.5.5 up to 0.x")
     engine = engine.upper()
     if engine == "AUTO":
         engine = "V0" if release < (0, 8, 0) else "V1"

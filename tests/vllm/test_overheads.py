@@ -6,7 +6,14 @@ import pytest
 from calculators.specs.catalog import get_gpu, get_model
 from calculators.specs.hf_config import load_config_file
 from calculators.units import GiB
-from calculators.vllm.overheads import activation_peak, cudagraph, non_torch, non_torch_class, sampler_profile
+from calculators.vllm.overheads import (
+    COEFFICIENTS,
+    activation_peak,
+    cudagraph,
+    non_torch,
+    non_torch_class,
+    sampler_profile,
+)
 from calculators.vllm.versions import parse_vllm_version
 from tests.conftest import HF_CONFIGS
 
@@ -41,6 +48,7 @@ def test_non_torch_class_by_interconnect():
     assert non_torch_class(2, get_gpu("RTX-PRO-6000")) == "multi_gpu"  # "no NVLink" in its link text
     assert non_torch_class(8, get_gpu("L40S")) == "multi_gpu"
     assert non_torch_class(4, None) == "multi_gpu"
+    assert non_torch_class(1, get_gpu("MI300X")) == non_torch_class(8, get_gpu("MI355X")) == "rocm"
     e = non_torch(8, get_gpu("L40S"))
     assert e.low <= 0.21 * GiB <= e.high  # V1-07 printed 0.21 GiB at TP 8 on L40S (0.10.2)
 
@@ -64,11 +72,11 @@ def test_activation_peak_near_printed(model, tokens, seqs, tp, version, flashinf
 
 
 def test_sampler_pass_by_hand():
-    # 1024 requests × 151,936 vocabulary entries × 36 B = 5,600,722,944 B ≈ 5.22 GiB, + 0.4 GiB base
+    # 1024 requests × 151,936 vocabulary entries × 36 B = 5,600,722,944 B ≈ 5.22 GiB, + the fitted base
     m = load_config_file(HF_CONFIGS / QWEN3_MOE)
     e = activation_peak(m, max_num_batched_tokens=8192, max_num_seqs=1024, tensor_parallel_size=1, act_bytes=2,
                         sampler="v1_sort")
-    assert e.value == pytest.approx(1024 * 151_936 * 36 + 0.4 * GiB)
+    assert e.value == pytest.approx(1024 * 151_936 * 36 + COEFFICIENTS.activation_base_bytes.value)
 
 
 def test_cudagraph_scales_with_capture_sizes():
