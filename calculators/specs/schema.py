@@ -175,8 +175,3 @@ class ModelSpec(_Frozen):
         if self.num_key_value_heads == self.num_attention_heads:
             return "MHA"
         return "MQA" if self.num_key_value_heads == 1 else "GQA"
-
-    @property
-    def is_hybrid(self) -> bool:
-        """True when layers of different attention kinds share the KV pool."""
-        return len(set(self.layer_types)) > 1
