@@ -430,14 +430,19 @@ def _report(model: ModelSpec, name: str, total: float, s: Settings, v: VllmVersi
         max_concurrency_low=conc_lo, max_concurrency_high=conc_hi, fits=fits, message=message,
         estimated_max_model_len=estimate,
         vllm_lines=tuple(_lines(st, s, v, total, budget, tokens, conc, failure)),
-        notes=tuple(_notes(st, s, v)))
+        notes=tuple(_notes(model, st, s, v)))
 
 
-def _notes(st: StageMemory, s: Settings, v: VllmVersion) -> list[str]:
+def _notes(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVersion) -> list[str]:
     notes = []
     if s.kv_cache_memory_bytes is None:
         notes.append("activation peak, non-torch memory and CUDA graphs are estimates (vLLM measures them); "
                      "pass --kv-cache-memory or paste your start-up log for exact numbers")
+        if sampler_profile(v, model, s.quantization != "none", s.flashinfer_sampler) == "v1_flashinfer_if_installed":
+            notes.append(f"vLLM {v.text} samples through FlashInfer when the flashinfer package is installed (the "
+                         "vllm/vllm-openai images) and sorts the logits otherwise (pip); the estimate assumes the "
+                         "sort: choose FlashInfer sampler 'on' (--flashinfer-sampler on) if your log says 'Using "
+                         "FlashInfer for top-p & top-k sampling'")
     if st.cudagraph.value > 0 and not st.cudagraph_subtracted:
         notes.append(f"vLLM {v.text} does not deduct CUDA graphs (~{st.cudagraph.value / GiB:.2f} GiB per GPU): "
                      "real usage exceeds gpu_memory_utilization by that much")

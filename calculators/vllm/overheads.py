@@ -34,6 +34,11 @@ FLASHINFER_SAMPLER_CHOICES = ("auto", "on", "off")
 #: From 0.11.1 (pull request 26859) the sampler is opt-in, and from 0.17 the fallback no longer
 #: sorts (docs/vllm-memory.md §2.3).
 FLASHINFER_SAMPLER_DEFAULT_RELEASES = ((0, 8, 0), (0, 11, 1))
+#: How each sampler profile reads in an explanation.
+SAMPLER_PASS_WORDS = {"v0_sort": "top-p/top-k sort", "v1_sort": "top-p/top-k sort",
+                      "flashinfer": "FlashInfer top-k/top-p kernel",
+                      "v1_flashinfer_if_installed": "top-p/top-k sort; FlashInfer's kernel if installed",
+                      "logits": "logits only"}
 
 
 @dataclass(frozen=True)
@@ -150,7 +155,7 @@ def activation_peak(model: ModelSpec, *, max_num_batched_tokens: int, max_num_se
 
     def peak(base: float, k: float, b: float) -> float:
         return base + max(k * forward, entries * b)
-    sampling = (f"{entries:,} vocab entries × {s.value:g} B [{sampler} sampler]" if sampler is not None
+    sampling = (f"{entries:,} vocab entries × {s.value:g} B [{SAMPLER_PASS_WORDS[sampler]}]" if sampler is not None
                 else "no sampler pass on this pipeline stage")
     basis = (f"{c.activation_base_bytes.value / GiB:.2f} GiB + max({c.forward_factor.value:g} × "
              f"{max_num_batched_tokens} tokens × {per_token:,.0f} B, {sampling})")

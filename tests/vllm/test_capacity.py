@@ -276,3 +276,11 @@ def test_only_the_last_pipeline_stage_profiles_the_sampler():
     k = COEFFICIENTS.forward_factor.value
     assert "no sampler pass" in first.basis
     assert last.value - first.value == pytest.approx(256 * 152_064 * 36 - k * 262_144_000)
+
+
+@pytest.mark.parametrize(("version", "sampler", "noted"), [
+    ("0.10.2", "auto", True), ("0.10.2", "off", False), ("0.10.2", "on", False), ("0.12.0", "auto", False)])
+def test_an_unknown_install_is_named_where_the_release_depends_on_it(version, sampler, noted):
+    r = vllm_capacity(get_model("Qwen/Qwen2.5-7B-Instruct"), gpu=get_gpu("L40S"), vllm_version=version,
+                      flashinfer_sampler=sampler, max_model_len=4096)
+    assert any("--flashinfer-sampler on" in n for n in r.notes) == noted
