@@ -11,6 +11,7 @@ from calculators.report.capacity import capacity_document, capacity_text
 from calculators.specs.catalog import get_gpu
 from calculators.units import GiB
 from calculators.vllm.capacity import vllm_capacity
+from calculators.vllm.overheads import FLASHINFER_SAMPLER_CHOICES
 from calculators.vllm.versions import DEFAULT_VLLM_VERSION
 
 
@@ -33,7 +34,7 @@ def _add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-num-seqs", type=int)
     p.add_argument("--block-size", type=int)
     p.add_argument("--enforce-eager", action="store_true")
-    p.add_argument("--flashinfer-sampler", default="auto", choices=["auto", "on", "off"],
+    p.add_argument("--flashinfer-sampler", default="auto", choices=FLASHINFER_SAMPLER_CHOICES,
                    help="whether the profile run samples with FlashInfer: 'on' if the start-up log says 'Using "
                         "FlashInfer for top-p & top-k sampling', 'off' if it falls back to the PyTorch-native "
                         "implementation; auto = the release's default (0.8-0.11.0: FlashInfer when installed, as "

@@ -39,7 +39,8 @@ def parse_vllm_version(text: str, engine: str = "auto") -> VllmVersion:
         raise InvalidInputError("vllm_version", text, "a release such as 0.10.2")
     release = (int(m[1]), int(m[2]), int(m[3] or 0))
     if release < OLDEST_RELEASE or release >= (1, 0, 0):
-        raise InvalidInputError("vllm_version", text, "a release from 0.5.5 up to 0.x")
+        oldest = ".".join(map(str, OLDEST_RELEASE))
+        raise InvalidInputError("vllm_version", text, f"a release from {oldest} up to 0.x")
     engine = engine.upper()
     if engine == "AUTO":
         engine = "V0" if release < (0, 8, 0) else "V1"
