@@ -284,8 +284,9 @@ def test_modelopt_hf_quant_config_beside_a_config_json(tmp_path):
 
 def test_phi_mlp_has_two_matrices_and_its_weights_match_the_log():
     # PhiMLP is fc1 → gelu → fc2. vLLM 0.6.4 loaded microsoft/phi-1_5 in "2.64 GiB" (V0-06 of the start-up
-    # corpus): 24 × (4 × 2048² + 2048 × 2048 + 2 × 2048 × 8192) weights + biases, 2 × 51,200 × 2048
-    # embedding and head = 1,418,270,720 parameters ≈ 2.64 GiB in float16.
+    # corpus): 24 layers × (q, k, v, dense 4 × 2048² + fc1, fc2 2 × 2048 × 8192) = 1,207,959,552 weights,
+    # + 2 × 51,200 × 2048 embedding and head = 209,715,200, + 595,968 biases and norms = 1,418,270,720
+    # parameters × 2 B = 2.64 GiB in float16.
     m = hf("microsoft__phi-1_5")
     assert not m.gated_mlp
     weights = float(weight_bytes_per_stage(m, tensor_parallel_size=1, pipeline_parallel_size=1,

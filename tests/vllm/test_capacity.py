@@ -12,7 +12,7 @@ from calculators.specs.catalog import get_gpu, get_model
 from calculators.units import GiB
 from calculators.vllm.advice import lognormal_lengths, max_num_seqs_advice, vllm_serve_command
 from calculators.vllm.capacity import vllm_capacity
-from calculators.vllm.overheads import activation_peak, sampler_profile
+from calculators.vllm.overheads import COEFFICIENTS, activation_peak, sampler_profile
 from calculators.vllm.versions import parse_vllm_version, subtracts_cudagraphs
 
 ROUND_GIB = 0.005  # vLLM prints the KV memory with 2 decimals
@@ -269,7 +269,6 @@ def test_only_the_last_pipeline_stage_profiles_the_sampler():
     # intermediate tensors on the other ranks). Qwen2.5-7B at PP 2, 0.10.2 without FlashInfer: 2,048 profiled
     # tokens × (2 × 3,584 + 3 × 18,944) × 2 B = 262,144,000 B of forward pass on both stages; only stage 1 adds
     # the sort over 256 × 152,064 vocabulary entries × 36 B = 1,401,421,824 B, which exceeds the forward pass.
-    from calculators.vllm.overheads import COEFFICIENTS
     r = vllm_capacity(get_model("Qwen/Qwen2.5-7B-Instruct"), gpu=get_gpu("L40S"), pipeline_parallel_size=2,
                       vllm_version="0.10.2", flashinfer_sampler="off", max_model_len=4096)
     first, last = (st.activation for st in r.stages)
