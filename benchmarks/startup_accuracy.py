@@ -61,13 +61,17 @@ def load_corpus(path: Path = CORPUS) -> list[dict]:
 
 
 def case_model(case: dict):
-    """The product's model for a case: a catalog entry or a fixture config.json."""
+    """The product's model for a case: a catalog entry or a fixture config.json, with the checkpoint's
+    AWQ/GPTQ group size where the case gives it (``model_config.quantization_group_size``)."""
     cfg = case["model_config"]
     if cfg["kind"] == "catalog":
-        return get_model(cfg["ref"])
-    if cfg["kind"] == "hf_config":
-        return load_config_file(HF_CONFIGS / cfg["ref"])
-    raise ValueError(f"{case['case_id']}: no model config")
+        model = get_model(cfg["ref"])
+    elif cfg["kind"] == "hf_config":
+        model = load_config_file(HF_CONFIGS / cfg["ref"])
+    else:
+        raise ValueError(f"{case['case_id']}: no model config")
+    group = cfg.get("quantization_group_size")
+    return model if group is None else model.model_copy(update={"quantization_group_size": group})
 
 
 def case_flags(case: dict, kv_cache_memory_bytes: int | None = None) -> dict:

@@ -85,11 +85,14 @@ def decoder_layer(m: ModelSpec, layer: int) -> list[Linear]:
     return _attention(m) + _ffn(m, layer)
 
 
-def linear_bytes(lin: Linear, quantization: str, act_bytes: int) -> float:
+def linear_bytes(lin: Linear, quantization: str, act_bytes: int, group_size: int = QUANT_GROUP) -> float:
     """Bytes of one linear's weights (all ``count`` matrices) in a weight format [bytes].
 
     fp8: 1 B/weight + fp32 scale per 128×128 block; int8: 1 B + fp32 per output channel;
-    AWQ/GPTQ b-bit, group g: b/8 B + (fp16 scale + b-bit zero) per group per column;
+    AWQ/GPTQ b-bit, group g (``group_size``, the checkpoint's ``quantization_config.group_size``;
+    −1: one group per column): b/8 B + (fp16 scale + b-bit zero) per group per column, as vLLM's
+    AWQ/GPTQ (Marlin) layers hold ``qweight``, ``scales`` and ``qzeros``
+    (https://github.com/vllm-project/vllm/blob/v0.10.0/vllm/model_executor/layers/quantization/awq_marlin.py);
     MXFP4: 4 bits + one E8M0 byte per 32; NVFP4: 4 bits + one fp8 byte per 16. Biases stay
     in the activation dtype.
 
@@ -116,7 +119,7 @@ def linear_bytes(lin: Linear, quantization: str, act_bytes: int) -> float:
         q = "mxfp4" if lin.split == "experts" else "none"
     if q == "mxfp4" and lin.split == "experts":
         n = _round_up(lin.in_features, MXFP4_PAD_HIDDEN) * _round_up(lin.out_features, MXFP4_PAD_EXPERT)
-    groups = -(-lin.in_features // QUANT_GROUP) * lin.out_features
+    groups = (1 if group_size == -1 else -(-lin.in_features // group_size)) * lin.out_features
     per_matrix = {
         "none": n * act_bytes,
         "fp8": n + 4 * -(-lin.in_features // 128) * -(-lin.out_features // 128),
@@ -183,9 +186,10 @@ def stage_linear_sums(model: ModelSpec, quantization: str, act_bytes: int, first
     the per-GPU figures for any TP size are then a few array operations (see :func:`shard`).
     """
     sums = {k: [0.0, 0.0] for k in SPLITS}
+    group = model.quantization_group_size or QUANT_GROUP
     for layer in range(first, first + count):
         for lin in decoder_layer(model, layer):
-            sums[lin.split][0] += linear_bytes(lin, quantization, act_bytes)
+            sums[lin.split][0] += linear_bytes(lin, quantization, act_bytes, group)
             sums[lin.split][1] += lin.count * lin.in_features * lin.out_features
     return {k: (v[0], v[1]) for k, v in sums.items()}
 
@@ -214,7 +218,7 @@ def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike 
     embed = vocab_rank * model.hidden_size * s
     h = model.hidden_size
     norms_per_layer = 2 * h * (2 if model.norm_bias else 1) + (model.kv_lora_rank or 0) + (model.q_lora_rank or 0)
-    rope = model.rope_cache_positions * model.rotary_dim * s * model.num_rope_caches
+    rope = model.rope_cache_positions * model.rotary_dim * s
     parts = pp_layer_partition(model.num_hidden_layers, pipeline_parallel_size)
     stages, first = [], 0
     for i, n in enumerate(parts):

@@ -481,7 +481,7 @@ def _quantization(q: dict[str, Any] | None) -> dict[str, Any]:
     if method == "modelopt":
         return {"quantization": "fp8"}
     if method == "compressed-tensors":
-        return {"quantization": _compressed_tensors(q)}
+        return _compressed_tensors(q)
     if method == "bitsandbytes":
         return {"quantization": _bitsandbytes(q)}
     raise InvalidInputError("quantization_config.quant_method", method or None,
@@ -514,31 +514,44 @@ def _bitsandbytes(q: dict[str, Any]) -> str:
                             "load_in_4bit or load_in_8bit set to true (a bitsandbytes checkpoint)")
 
 
-def _compressed_tensors(q: dict[str, Any]) -> str:
+def _compressed_tensors(q: dict[str, Any]) -> dict[str, Any]:
+    """``compressed-tensors``: the first config group's weight scheme (4-bit int is W4A16, held as GPTQ)."""
     groups = q.get("config_groups") or {}
     weights = next((g.get("weights") for g in groups.values() if isinstance(g, dict)), None) or {}
     bits, kind = weights.get("num_bits"), weights.get("type")
     if bits == 8 and kind == "float":
-        return "fp8"
+        return {"quantization": "fp8"}
     if bits == 8 and kind == "int":
-        return "int8"
+        return {"quantization": "int8"}
     if bits == 4 and kind == "float":
-        return "nvfp4"
+        return {"quantization": "nvfp4"}
     if bits == 4 and kind == "int":
-        return "gptq"
+        group = -1 if weights.get("strategy") == "channel" else weights.get("group_size")
+        return {"quantization": "gptq", **({"quantization_group_size": group} if isinstance(group, int) else {})}
     raise InvalidInputError("quantization_config.config_groups.weights", weights,
                             "8-bit int/float or 4-bit int/float weights")
 
 
 def _rope(c: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
-    """Size of vLLM's cos/sin cache: positions × rotary dims, one per distinct rope setting."""
+    """Size of vLLM's cos/sin caches: rows over all distinct rope settings × rotary dims.
+
+    vLLM's ``get_rope`` keeps one cache per distinct setting, ``max_position_embeddings`` rows, except:
+    YaRN ``original_max_position_embeddings × factor`` rows, and linear scaling ``max_position × factor``
+    rows (``LinearScalingRotaryEmbedding._compute_cos_sin_cache``,
+    https://github.com/vllm-project/vllm/blob/v0.8.3/vllm/model_executor/layers/rotary_embedding.py).
+    Gemma-3's sliding-window layers (``rope_local_base_freq``) have a second, unscaled cache.
+    """
     if c.get("alibi") or c.get("position_embedding_type") == "alibi":
         return {"rotary_dim": 0, "rope_cache_positions": 0, "num_rope_caches": 0}
     rotary = (fields.get("qk_rope_head_dim") or c.get("rotary_dim")
               or int(fields["head_dim"] * float(c.get("partial_rotary_factor", 1.0))))
     scaling = c.get("rope_scaling") or {}
-    positions = fields["max_position_embeddings"]
-    if isinstance(scaling, dict) and (scaling.get("rope_type") or scaling.get("type")) in {"yarn", "deepseek_yarn"}:
+    kind = (scaling.get("rope_type") or scaling.get("type")) if isinstance(scaling, dict) else None
+    unscaled = positions = fields["max_position_embeddings"]
+    if kind in {"yarn", "deepseek_yarn"}:
         positions = int(scaling.get("original_max_position_embeddings", positions) * scaling.get("factor", 1))
-    caches = 2 if c.get("rope_local_base_freq") else 1
-    return {"rotary_dim": rotary, "rope_cache_positions": positions, "num_rope_caches": caches}
+    elif kind == "linear":
+        positions = int(positions * scaling.get("factor", 1))
+    local = c.get("rope_local_base_freq") is not None
+    return {"rotary_dim": rotary, "rope_cache_positions": positions + (unscaled if local else 0),
+            "num_rope_caches": 2 if local else 1}

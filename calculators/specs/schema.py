@@ -108,7 +108,7 @@ class ModelSpec(_Frozen):
     attention_bias: bool = False
     norm_bias: bool = False
     rotary_dim: int = Field(default=0, ge=0, description="0 for models without rotary embeddings")
-    rope_cache_positions: int = Field(default=0, ge=0, description="rows of vLLM's cos/sin cache")
+    rope_cache_positions: int = Field(default=0, ge=0, description="rows of vLLM's cos/sin caches, summed over them")
     num_rope_caches: int = Field(default=1, ge=0)
     layer_types: tuple[LayerType, ...]
     sliding_window: int | None = Field(default=None, gt=0)

@@ -31,6 +31,7 @@ from calculators.memory.weights import resolve_quantization, weight_bytes_per_st
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.units import GiB
 from calculators.validation import fraction, positive_int
+from calculators.vllm.mla_weights import mla_load_bytes_per_layer
 from calculators.vllm.overheads import (
     COEFFICIENTS,
     FLASHINFER_SAMPLER_CHOICES,
@@ -315,11 +316,12 @@ def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_by
     weights = weight_bytes_per_stage(model, tensor_parallel_size=s.tensor_parallel_size,
                                      pipeline_parallel_size=s.pipeline_parallel_size, quantization=s.quantization,
                                      dtype=s.dtype, expert_parallel_size=s.expert_parallel_size)
+    mla_layer = mla_load_bytes_per_layer(model, v, s.quantization, s.tensor_parallel_size, dtype_bytes(s.dtype))
     ctx = _Context(s, v, gpu, budget, coefficients)
-    stages = tuple(_stage(model, ctx, i, kinds, float(np.ravel(weights[i])[0]))
+    stages = tuple(_stage(model, ctx, i, kinds, float(np.ravel(weights[i])[0]) + len(kinds) * mla_layer)
                    for i, kinds in enumerate(stage_layer_types(model, s.pipeline_parallel_size)))
     binding = min(range(len(stages)), key=lambda i: (stages[i].num_blocks, stages[i].available.value))
-    return _report(model, name, total, s, v, budget, stages, binding)
+    return _report(model, name, total, s, v, budget, stages, binding, mla_layer)
 
 
 def printed_kv_numbers(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVersion,
@@ -396,7 +398,7 @@ def _failure(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVersion) -> 
 
 
 def _report(model: ModelSpec, name: str, total: float, s: Settings, v: VllmVersion, budget: float,
-            stages: tuple[StageMemory, ...], binding: int) -> CapacityResult:
+            stages: tuple[StageMemory, ...], binding: int, mla_layer: float) -> CapacityResult:
     st = stages[binding]
     blocks = min(x.num_blocks for x in stages)
     lo_blocks, hi_blocks = min(x.num_blocks_low for x in stages), min(x.num_blocks_high for x in stages)
@@ -430,11 +432,14 @@ def _report(model: ModelSpec, name: str, total: float, s: Settings, v: VllmVersi
         max_concurrency_low=conc_lo, max_concurrency_high=conc_hi, fits=fits, message=message,
         estimated_max_model_len=estimate,
         vllm_lines=tuple(_lines(st, s, v, total, budget, tokens, conc, failure)),
-        notes=tuple(_notes(model, st, s, v)))
+        notes=tuple(_notes(model, st, s, v, mla_layer)))
 
 
-def _notes(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVersion) -> list[str]:
+def _notes(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVersion, mla_layer: float) -> list[str]:
     notes = []
+    if mla_layer > 0:
+        notes.append(f"weights include {st.num_layers * mla_layer / GiB:.2f} GiB per GPU of matrices vLLM {v.text}'s "
+                     "MLA attention derives from the checkpoint at load (docs/vllm-memory.md §2.2)")
     if s.kv_cache_memory_bytes is None:
         notes.append("activation peak, non-torch memory and CUDA graphs are estimates (vLLM measures them); "
                      "pass --kv-cache-memory or paste your start-up log for exact numbers")

@@ -292,3 +292,39 @@ def test_phi_mlp_has_two_matrices_and_its_weights_match_the_log():
     weights = float(weight_bytes_per_stage(m, tensor_parallel_size=1, pipeline_parallel_size=1,
                                            quantization="none", dtype="float16")[0])
     assert weights / GiB == pytest.approx(2.64, abs=0.01)
+
+
+def test_gemma3_rope_caches_include_the_linear_scaling_factor():
+    """vLLM's linear-scaling rope keeps ``max_position × factor`` rows; Gemma-3's local layers a second, unscaled cache.
+
+    gemma-3-27b-it: rope_scaling linear, factor 8, 131,072 positions, head_dim 128, bf16:
+    global 131,072 × 8 = 1,048,576 rows + local 131,072 rows = 1,179,648 rows × 128 × 2 B = 301,989,888 B (288 MiB).
+    """
+    m = hf("google__gemma-3-27b-it")
+    assert (m.rope_cache_positions, m.rotary_dim, m.num_rope_caches) == (1_179_648, 128, 2)
+    plain = hf("meta-llama__Llama-3.1-8B")  # llama3 rope type: one cache of max_position_embeddings rows
+    assert plain.rope_cache_positions == plain.max_position_embeddings
+
+
+@pytest.mark.parametrize("q, group", [
+    ({"quant_method": "awq", "bits": 4, "group_size": 32, "zero_point": True}, 32),
+    ({"quant_method": "gptq", "bits": 4, "group_size": -1}, -1),
+    ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {
+        "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 64}}}}, 64),
+    ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {
+        "weights": {"num_bits": 4, "type": "int", "strategy": "channel", "group_size": None}}}}, -1),
+])
+def test_awq_gptq_group_size_is_read_and_sizes_the_scales(q, group):
+    """Llama-3.1-8B's q_proj (4,096 × 4,096) in 4 bits: 8,388,608 B of packed weights + 2.5 B (fp16 scale and a
+    4-bit zero) per group per column: group 32 → 128 × 4,096 × 2.5 = 1,310,720 B; 64 → 655,360 B; one group per
+    column (−1) → 4,096 × 2.5 = 10,240 B."""
+    from calculators.memory.weights import Linear, linear_bytes
+
+    cfg = json.loads((HF_CONFIGS / "meta-llama__Llama-3.1-8B.json").read_text())
+    m = model_from_config({**cfg, "quantization_config": q}, id="x")
+    assert m.quantization_group_size == group
+    scales = {32: 1_310_720, 64: 655_360, -1: 10_240}[group]
+    assert linear_bytes(Linear(4096, 4096, 1, "tp", True), "gptq", 2, group) == 8_388_608 + scales
+    g128 = m.model_copy(update={"quantization_group_size": 128})
+    # 32 layers × 7 linears, each matrix's scales scale with 128 / group: the model's total moves with them
+    assert weight_bytes_per_stage(m, quantization="gptq").item() != weight_bytes_per_stage(g128, quantization="gptq").item()
