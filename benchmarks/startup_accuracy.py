@@ -174,7 +174,6 @@ def evaluate(case: dict, coefficients: Coefficients = COEFFICIENTS) -> dict:
 #: The fitted constants: (field of Coefficients, key within it or None, grid of candidate values).
 FITTED = (
     ("activation_base_bytes", None, [i * 0.05 * GiB for i in range(13)]),
-    ("forward_factor", None, [0.5 + 0.1 * i for i in range(26)]),
     # a sort of the fp32 logits holds the logits, sorted values, int64 indices, probabilities and their
     # cumulative sum (~24 B) and at most their scatter back (~40 B): fits outside that are not physical
     ("sampler_bytes", "v0_sort", [2.0 * i for i in range(12, 21)]),
@@ -182,6 +181,7 @@ FITTED = (
     ("sampler_bytes", "flashinfer", [2.0 * i for i in range(4, 13)]),  # ≥ fp32 logits + probabilities
     ("sampler_bytes", "v1_flashinfer_if_installed", [2.0 * i for i in range(21)]),
     ("non_torch_bytes", "one_gpu", [i * 0.02 * GiB for i in range(26)]),
+    ("non_torch_bytes", "one_gpu_before_0_7", [i * 0.02 * GiB for i in range(26)]),
     ("non_torch_bytes", "multi_gpu", [i * 0.05 * GiB for i in range(31)]),
     ("non_torch_bytes", "nvswitch", [i * 0.25 * GiB for i in range(13)]),  # NCCL NVLS buffers: ≤ 3 GiB
     ("non_torch_bytes", "rocm", [i * 0.25 * GiB for i in range(17)]),

@@ -67,13 +67,15 @@ class Coefficients:
 
 
 #: Fitted on the corpus's printed terms and implied overheads (budget − weights − KV);
-#: benchmarks/startup_accuracy.py refits them without each log's source to judge them.
+#: benchmarks/startup_accuracy.py refits them without each log's source to judge them. The forward factor
+#: is 1 (the per-token formula as derived, not fitted; its range is the spread the logs allow).
 COEFFICIENTS = Coefficients(
     activation_base_bytes=Span(0.0, 0.25 * GiB, 0.6 * GiB),
     forward_factor=Span(0.8, 1.0, 2.6),
-    sampler_bytes={"v0_sort": Span(20, 40, 40), "v1_sort": Span(30, 36, 40), "flashinfer": Span(8, 8, 20),
+    sampler_bytes={"v0_sort": Span(20, 34, 40), "v1_sort": Span(30, 36, 40), "flashinfer": Span(8, 8, 20),
                    "v1_flashinfer_if_installed": Span(8, 38, 40), "logits": Span(0, 6, 12)},
-    non_torch_bytes={"one_gpu": Span(0.0, 0.0, 0.5 * GiB), "multi_gpu": Span(0.0, 0.6 * GiB, 0.7 * GiB),
+    non_torch_bytes={"one_gpu": Span(0.0, 0.0, 0.5 * GiB), "one_gpu_before_0_7": Span(0.2 * GiB, 0.28 * GiB, 0.5 * GiB),
+                     "multi_gpu": Span(0.0, 0.6 * GiB, 0.7 * GiB),
                      "nvswitch": Span(0.2 * GiB, 3.0 * GiB, 7.2 * GiB), "rocm": Span(0.0, 3.0 * GiB, 4.0 * GiB)},
     cudagraph_per_layer_bytes={"dense": Span(8 * MiB, 17 * MiB, 34 * MiB), "moe": Span(3 * MiB, 17 * MiB, 74 * MiB)},
 )
@@ -117,13 +119,18 @@ def sampler_profile(v: VllmVersion, model: ModelSpec, quantized: bool, flashinfe
     return "v1_sort"
 
 
-def non_torch_class(num_gpus: int, gpu: GPUSpec | None) -> str:
+def non_torch_class(num_gpus: int, gpu: GPUSpec | None, v: VllmVersion | None = None) -> str:
     """``rocm`` (AMD GPUs: the HIP runtime's and hipBLASLt's workspaces), else ``one_gpu``,
-    ``multi_gpu`` or ``nvswitch`` (several Hopper/Blackwell GPUs on NVLink)."""
+    ``multi_gpu`` or ``nvswitch`` (several Hopper/Blackwell GPUs on NVLink).
+
+    ``one_gpu_before_0_7``: one GPU on a release before 0.7 (``v``; None = a current release), whose
+    printed non-torch memory on one GPU is 0.26–0.47 GiB where 0.7 onwards print 0.01–0.09 GiB
+    (docs/vllm-memory.md §2.4).
+    """
     if gpu is not None and gpu.vendor == "AMD":
         return "rocm"
     if num_gpus <= 1:
-        return "one_gpu"
+        return "one_gpu_before_0_7" if v is not None and not v.at_least(0, 7) else "one_gpu"
     if gpu is not None and gpu.architecture in NVSWITCH_ARCHITECTURES and gpu.scale_up_link.startswith("NVLink"):
         return "nvswitch"
     return "multi_gpu"
@@ -163,9 +170,10 @@ def activation_peak(model: ModelSpec, *, max_num_batched_tokens: int, max_num_se
     return Estimate(peak(b.value, k.value, s.value), peak(b.low, k.low, s.low), peak(b.high, k.high, s.high), basis)
 
 
-def non_torch(num_gpus: int, gpu: GPUSpec | None = None, coefficients: Coefficients = COEFFICIENTS) -> Estimate:
+def non_torch(num_gpus: int, gpu: GPUSpec | None = None, coefficients: Coefficients = COEFFICIENTS,
+              v: VllmVersion | None = None) -> Estimate:
     """CUDA context growth, cuBLAS workspaces and (multi-GPU) NCCL / custom all-reduce buffers [bytes]."""
-    kind = non_torch_class(num_gpus, gpu)
+    kind = non_torch_class(num_gpus, gpu, v)
     s = coefficients.non_torch_bytes[kind]
     return Estimate(s.value, s.low, s.high, f"{s.value / GiB:.2f} GiB per GPU ({kind.replace('_', ' ')})")
 

@@ -325,6 +325,11 @@ def test_awq_gptq_group_size_is_read_and_sizes_the_scales(q, group):
     assert m.quantization_group_size == group
     scales = {32: 1_310_720, 64: 655_360, -1: 10_240}[group]
     assert linear_bytes(Linear(4096, 4096, 1, "tp", True), "gptq", 2, group) == 8_388_608 + scales
+    if group == -1:
+        return
+    # The whole model against groups of 128: a layer's 218,103,808 weights (every input width divisible by 128)
+    # carry 2.5 B × (1/g − 1/128) more per weight, × 32 layers: 408,944,640 B (g 32), 136,314,880 B (g 64)
+    extra = {32: 218_103_808 * 3 // 128 * 5 // 2 * 32, 64: 218_103_808 // 128 * 5 // 2 * 32}[group]
     g128 = m.model_copy(update={"quantization_group_size": 128})
-    # 32 layers × 7 linears, each matrix's scales scale with 128 / group: the model's total moves with them
-    assert weight_bytes_per_stage(m, quantization="gptq").item() != weight_bytes_per_stage(g128, quantization="gptq").item()
+    grouped, base = (weight_bytes_per_stage(x, quantization="gptq").item() for x in (m, g128))
+    assert grouped - base == extra

@@ -84,3 +84,15 @@ def test_cudagraph_scales_with_capture_sizes():
     full = cudagraph(m, 28, False, 256).value
     assert cudagraph(m, 28, False, 64).value == pytest.approx(full / 4)  # captures up to 2 × 64 = 128 of 512
     assert cudagraph(m, 28, True, 256).value == 0
+
+
+def test_one_gpu_non_torch_before_0_7_is_its_own_class():
+    """Single-GPU V0 logs of 0.6.4–0.6.5 print 0.26–0.47 GiB of non-torch memory, 0.7.2–0.8.2 print 0.01–0.09 GiB:
+    the estimate's range for releases before 0.7 holds the former and not the latter."""
+    old, new = parse_vllm_version("0.6.4"), parse_vllm_version("0.7.3")
+    assert non_torch_class(1, get_gpu("A100-80GB-SXM"), old) == "one_gpu_before_0_7"
+    a100 = get_gpu("A100-80GB-SXM")
+    assert non_torch_class(1, a100, new) == non_torch_class(1, a100) == "one_gpu"
+    assert non_torch_class(2, get_gpu("L40S"), old) == "multi_gpu"  # the release only splits the one-GPU class
+    early = non_torch(1, get_gpu("A100-80GB-SXM"), v=old)
+    assert early.low <= 0.26 * GiB and early.high >= 0.47 * GiB and early.low > 0.09 * GiB
