@@ -16,7 +16,9 @@ from calculators.units import GiB, MiB
 from calculators.vllm.versions import VllmVersion, uses_v2_model_runner
 
 #: Live activation tensors per batched token: input + residual (2·hidden) and the MLP's
-#: gate/up output plus activation output (3 × FFN width on this rank), in the activation dtype.
+#: gate/up output plus activation output (3 × FFN width on this rank), in the activation dtype; MoE
+#: models add the fused-MoE kernel's routed outputs, ``top_k × hidden`` whatever the TP size
+#: (``intermediate_cache3`` in vllm/model_executor/layers/fused_moe/fused_moe.py).
 ACTIVATION_HIDDEN_COPIES = 2
 ACTIVATION_FFN_COPIES = 3
 #: Capture sizes up to 512 tokens make the full CUDA-graph pool; fewer sequences capture fewer.
@@ -76,7 +78,7 @@ COEFFICIENTS = Coefficients(
                    "v1_flashinfer_if_installed": Span(8, 38, 40), "logits": Span(0, 6, 12)},
     non_torch_bytes={"one_gpu": Span(0.0, 0.0, 0.5 * GiB), "one_gpu_before_0_7": Span(0.2 * GiB, 0.28 * GiB, 0.5 * GiB),
                      "multi_gpu": Span(0.0, 0.6 * GiB, 0.7 * GiB),
-                     "nvswitch": Span(0.2 * GiB, 3.0 * GiB, 7.2 * GiB), "rocm": Span(0.0, 3.0 * GiB, 4.0 * GiB)},
+                     "nvswitch": Span(0.2 * GiB, 3.0 * GiB, 7.2 * GiB), "rocm": Span(0.0, 2.5 * GiB, 4.0 * GiB)},
     cudagraph_per_layer_bytes={"dense": Span(8 * MiB, 17 * MiB, 34 * MiB), "moe": Span(3 * MiB, 17 * MiB, 74 * MiB)},
 )
 
@@ -139,7 +141,8 @@ def non_torch_class(num_gpus: int, gpu: GPUSpec | None, v: VllmVersion | None = 
 def _forward_bytes_per_token(model: ModelSpec, tensor_parallel_size: int, act_bytes: int) -> float:
     ffn = max(model.intermediate_size,
               model.num_experts_per_tok * model.moe_intermediate_size + model.shared_expert_intermediate_size)
-    return (ACTIVATION_HIDDEN_COPIES * model.hidden_size
+    moe_out = model.num_experts_per_tok * model.hidden_size if model.is_moe else 0
+    return (ACTIVATION_HIDDEN_COPIES * model.hidden_size + moe_out
             + ACTIVATION_FFN_COPIES * ffn / tensor_parallel_size) * act_bytes
 
 

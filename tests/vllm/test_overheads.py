@@ -96,3 +96,19 @@ def test_one_gpu_non_torch_before_0_7_is_its_own_class():
     assert non_torch_class(2, get_gpu("L40S"), old) == "multi_gpu"  # the release only splits the one-GPU class
     early = non_torch(1, get_gpu("A100-80GB-SXM"), v=old)
     assert early.low <= 0.26 * GiB and early.high >= 0.47 * GiB and early.low > 0.09 * GiB
+
+
+def test_moe_forward_counts_the_fused_moe_buffers():
+    """DeepSeek-R1 at TP 8, no sampler pass (a middle pipeline stage), 32,000 profiled tokens, bf16.
+
+    Per token: input + residual 2 × 7,168 = 14,336; the fused-MoE kernel's gate/up and activation buffers for
+    8 routed experts of 2,048 and the shared one, split by TP: 3 × (8 × 2,048 + 2,048) / 8 = 6,912; its routed
+    outputs at full hidden width, 8 × 7,168 = 57,344. (14,336 + 6,912 + 57,344) × 2 B = 157,184 B;
+    × 32,000 tokens = 5,029,888,000 B, + the base.
+    """
+    e = activation_peak(get_model("deepseek-ai/DeepSeek-R1"), max_num_batched_tokens=32_000, max_num_seqs=1024,
+                        tensor_parallel_size=8, act_bytes=2, sampler=None)
+    assert e.value == COEFFICIENTS.activation_base_bytes.value + 5_029_888_000
+    dense = activation_peak(get_model("meta-llama/Llama-3.1-8B-Instruct"), max_num_batched_tokens=1000,
+                            max_num_seqs=256, tensor_parallel_size=1, act_bytes=2, sampler=None)
+    assert dense.value == COEFFICIENTS.activation_base_bytes.value + 1000 * (2 * 4096 + 3 * 14336) * 2  # no MoE term
