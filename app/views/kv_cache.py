@@ -23,6 +23,8 @@ def render() -> None:
                                           doc["budget_bytes"] / GiB), key="memory_chart")
         st.caption("Hatched parts are estimates of what vLLM measures at start-up; the whiskers show their "
                    "range, and the KV cache's whisker the range that follows. Weights are computed.")
+        for note in doc["notes"]:
+            st.caption(f"Note: {note}")
         widgets.show_math("Available KV cache", explain.math_available_kv(doc, ctx.gpu))
 
         st.subheader("KV cache per token")

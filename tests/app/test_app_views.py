@@ -269,3 +269,12 @@ def test_overview_costs_the_scenario_at_its_traffic(make_app):
     hour, month = (float(m[k].strip("$").replace(",", "")) for k in ("$/hour", "$/month (730 h)"))
     assert abs(month - 730 * hour) <= 730 * 0.005 + 0.5
     assert "$/1M output tokens" in m
+
+
+def test_kv_cache_view_shows_the_results_notes(make_app):
+    """DeepSeek-R1 on vLLM 0.7.3 at TP 8: the page says how much of the weights are MLA matrices derived at load."""
+    at = make_app(model="deepseek-ai/DeepSeek-R1", gpu="H200-SXM", tp="8", vllm="0.7.3", max_len="32768")
+    at.switch_page("views/kv_cache.py").run()
+    assert not at.exception
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("Note: weights include 4.47 GiB per GPU") and "MLA" in c for c in captions)
