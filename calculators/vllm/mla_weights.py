@@ -33,6 +33,7 @@ FP32_BYTES = 4
 
 
 def _fp8_bytes(rows: int, cols: int) -> float:
+    """A ``rows × cols`` fp8 matrix with one fp32 scale per 128×128 block [bytes]."""
     return rows * cols + FP32_BYTES * -(-rows // FP8_BLOCK) * -(-cols // FP8_BLOCK)
 
 
