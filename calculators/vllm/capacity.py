@@ -258,7 +258,7 @@ def stage_overheads(model: ModelSpec, s: Settings, gpu: GPUSpec | None, num_laye
                           tensor_parallel_size=s.tensor_parallel_size, act_bytes=dtype_bytes(s.dtype),
                           sampler=sampler_profile(v, model, quantized, s.flashinfer_sampler) if last_stage else None,
                           coefficients=coefficients)
-    nt = non_torch(s.tensor_parallel_size * s.pipeline_parallel_size, gpu, coefficients, v)
+    nt = non_torch(s.tensor_parallel_size * s.pipeline_parallel_size, gpu, v, coefficients)
     cg = cudagraph(model, num_layers, s.enforce_eager, s.max_num_seqs, coefficients)
     return act, nt, cg, subtracts_cudagraphs(v, model, quantized, s.enforce_eager)
 

@@ -121,18 +121,18 @@ def sampler_profile(v: VllmVersion, model: ModelSpec, quantized: bool, flashinfe
     return "v1_sort"
 
 
-def non_torch_class(num_gpus: int, gpu: GPUSpec | None, v: VllmVersion | None = None) -> str:
+def non_torch_class(num_gpus: int, gpu: GPUSpec | None, v: VllmVersion) -> str:
     """``rocm`` (AMD GPUs: the HIP runtime's and hipBLASLt's workspaces), else ``one_gpu``,
     ``multi_gpu`` or ``nvswitch`` (several Hopper/Blackwell GPUs on NVLink).
 
-    ``one_gpu_before_0_7``: one GPU on a release before 0.7 (``v``; None = a current release), whose
+    ``one_gpu_before_0_7``: one GPU on a release ``v`` before 0.7, whose
     printed non-torch memory on one GPU is 0.26–0.47 GiB where 0.7 onwards print 0.01–0.09 GiB
     (docs/vllm-memory.md §2.4).
     """
     if gpu is not None and gpu.vendor == "AMD":
         return "rocm"
     if num_gpus <= 1:
-        return "one_gpu_before_0_7" if v is not None and not v.at_least(0, 7) else "one_gpu"
+        return "one_gpu" if v.at_least(0, 7) else "one_gpu_before_0_7"
     if gpu is not None and gpu.architecture in NVSWITCH_ARCHITECTURES and gpu.scale_up_link.startswith("NVLink"):
         return "nvswitch"
     return "multi_gpu"
@@ -173,8 +173,8 @@ def activation_peak(model: ModelSpec, *, max_num_batched_tokens: int, max_num_se
     return Estimate(peak(b.value, k.value, s.value), peak(b.low, k.low, s.low), peak(b.high, k.high, s.high), basis)
 
 
-def non_torch(num_gpus: int, gpu: GPUSpec | None = None, coefficients: Coefficients = COEFFICIENTS,
-              v: VllmVersion | None = None) -> Estimate:
+def non_torch(num_gpus: int, gpu: GPUSpec | None, v: VllmVersion,
+              coefficients: Coefficients = COEFFICIENTS) -> Estimate:
     """CUDA context growth, cuBLAS workspaces and (multi-GPU) NCCL / custom all-reduce buffers [bytes]."""
     kind = non_torch_class(num_gpus, gpu, v)
     s = coefficients.non_torch_bytes[kind]

@@ -14,8 +14,10 @@ from calculators.vllm.overheads import (
     non_torch_class,
     sampler_profile,
 )
-from calculators.vllm.versions import parse_vllm_version
+from calculators.vllm.versions import DEFAULT_VLLM_VERSION, parse_vllm_version
 from tests.conftest import HF_CONFIGS
+
+NOW = parse_vllm_version(DEFAULT_VLLM_VERSION)  # the current release
 
 QWEN3_MOE = "Qwen__Qwen3-Coder-30B-A3B-Instruct.json"
 
@@ -43,13 +45,13 @@ def test_sampler_line_of_the_log_overrides_the_default():
 
 
 def test_non_torch_class_by_interconnect():
-    assert non_torch_class(1, get_gpu("H100-SXM")) == "one_gpu"
-    assert non_torch_class(2, get_gpu("H100-SXM")) == "nvswitch"
-    assert non_torch_class(2, get_gpu("RTX-PRO-6000")) == "multi_gpu"  # "no NVLink" in its link text
-    assert non_torch_class(8, get_gpu("L40S")) == "multi_gpu"
-    assert non_torch_class(4, None) == "multi_gpu"
-    assert non_torch_class(1, get_gpu("MI300X")) == non_torch_class(8, get_gpu("MI355X")) == "rocm"
-    e = non_torch(8, get_gpu("L40S"))
+    assert non_torch_class(1, get_gpu("H100-SXM"), NOW) == "one_gpu"
+    assert non_torch_class(2, get_gpu("H100-SXM"), NOW) == "nvswitch"
+    assert non_torch_class(2, get_gpu("RTX-PRO-6000"), NOW) == "multi_gpu"  # "no NVLink" in its link text
+    assert non_torch_class(8, get_gpu("L40S"), NOW) == "multi_gpu"
+    assert non_torch_class(4, None, NOW) == "multi_gpu"
+    assert non_torch_class(1, get_gpu("MI300X"), NOW) == non_torch_class(8, get_gpu("MI355X"), NOW) == "rocm"
+    e = non_torch(8, get_gpu("L40S"), NOW)
     assert e.low <= 0.21 * GiB <= e.high  # V1-07 printed 0.21 GiB at TP 8 on L40S (0.10.2)
 
 
@@ -92,9 +94,9 @@ def test_one_gpu_non_torch_before_0_7_is_its_own_class():
     old, new = parse_vllm_version("0.6.4"), parse_vllm_version("0.7.3")
     assert non_torch_class(1, get_gpu("A100-80GB-SXM"), old) == "one_gpu_before_0_7"
     a100 = get_gpu("A100-80GB-SXM")
-    assert non_torch_class(1, a100, new) == non_torch_class(1, a100) == "one_gpu"
+    assert non_torch_class(1, a100, new) == non_torch_class(1, a100, NOW) == "one_gpu"
     assert non_torch_class(2, get_gpu("L40S"), old) == "multi_gpu"  # the release only splits the one-GPU class
-    early = non_torch(1, get_gpu("A100-80GB-SXM"), v=old)
+    early = non_torch(1, get_gpu("A100-80GB-SXM"), old)
     assert early.low <= 0.26 * GiB and early.high >= 0.47 * GiB and early.low > 0.09 * GiB
 
 
