@@ -18,12 +18,12 @@ def installed(tmp_path_factory) -> Path:
     """A fresh virtual environment with the wheel built from this tree (its dependencies come from ours)."""
     tmp = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                    str(tmp / "dist"), str(ROOT)], check=True, capture_output=True)
+                    str(tmp / "dist"), str(ROOT)], check=True, capture_output=True, timeout=300)
     venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py = venv / "bin" / "python"
     wheel = next((tmp / "dist").glob("llmcap-*.whl"))
-    subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True,
+    subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True, timeout=300,
                    capture_output=True)
     # numpy, streamlit, … from this environment; a plain path entry, so our editable install's hook is not read
     purelib = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
