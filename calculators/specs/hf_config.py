@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from calculators.errors import InvalidInputError
 from calculators.specs.schema import ModelSpec
+from calculators.specs.vision import vision_encoder_from_config
 
 #: ``model_type``s whose MLP is two matrices (up, activation, down) rather than gate + up + down:
 #: ``PhiMLP`` (fc1/fc2), GPT-NeoX, GPT-J, GPT-2, StarCoder2, BLOOM, OPT, MPT, GPTBigCode, CodeGen in
@@ -174,6 +175,7 @@ def _model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> Mode
     fields.update(_rope(text, fields))
     fields["encoder_params"] = sum(_encoder_params(cfg.get(key), fields["hidden_size"])
                                    for key in ("vision_config", "audio_config"))
+    fields["vision_encoder"] = vision_encoder_from_config(cfg, fields["hidden_size"])
     fields["defaults_assumed"] = tuple(assumed)
     fields.update(metadata)
     try:

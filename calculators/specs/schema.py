@@ -88,6 +88,27 @@ class MLADims(NamedTuple):
     v_head_dim: int
 
 
+class VisionEncoderSpec(_Frozen):
+    """The vision tower as vLLM's profile run exercises it: its width and the largest dummy image.
+
+    ``patches_per_item`` are the encoder's sequence positions for the image with the most features
+    (every tile or chunk counted), ``tokens_per_item`` the embeddings it becomes, ``separator_tokens``
+    the prompt tokens around and between them (start, end, row breaks), and ``output_width`` the
+    width of each embedding (the text hidden size, times the deepstack levels where the projector
+    emits several). The rule per family is in docs/vllm-memory.md §2.3.
+    """
+
+    family: str
+    hidden_size: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0)
+    patches_per_item: int = Field(gt=0)
+    tokens_per_item: int = Field(gt=0)
+    separator_tokens: int = Field(default=0, ge=0)
+    output_width: int = Field(gt=0)
+    pixel_values_per_patch: int = Field(gt=0, description="channels × patch² × temporal patch")
+    note: str = ""
+
+
 class ModelSpec(_Frozen):
     """The architecture numbers that decide memory and FLOP, named as in Hugging Face configs."""
 
@@ -125,6 +146,7 @@ class ModelSpec(_Frozen):
     shared_expert_intermediate_size: int = Field(default=0, ge=0)
     moe_layers: tuple[int, ...] = ()
     encoder_params: float = Field(default=0.0, ge=0, description="vision/audio encoder and projector parameters")
+    vision_encoder: VisionEncoderSpec | None = None
     quantization: str | None = None
     quantization_group_size: int | None = None
     params_total_card: float | None = None

@@ -31,6 +31,7 @@ from calculators.memory.weights import resolve_quantization, weight_bytes_per_st
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.units import GiB
 from calculators.validation import fraction, positive_int
+from calculators.vllm.encoder_profile import encoder_pass
 from calculators.vllm.mla_weights import mla_load_bytes_per_layer
 from calculators.vllm.overheads import (
     COEFFICIENTS,
@@ -254,10 +255,13 @@ def stage_overheads(model: ModelSpec, s: Settings, gpu: GPUSpec | None, num_laye
     Only the last pipeline stage runs the profile's sampler pass."""
     v = parse_vllm_version(s.vllm_version, s.engine)
     quantized = s.quantization != "none"
+    encoder = encoder_pass(model, v, max_num_batched_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs,
+                           max_model_len=s.max_model_len, tensor_parallel_size=s.tensor_parallel_size,
+                           act_bytes=dtype_bytes(s.dtype))
     act = activation_peak(model, max_num_batched_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs,
                           tensor_parallel_size=s.tensor_parallel_size, act_bytes=dtype_bytes(s.dtype),
                           sampler=sampler_profile(v, model, quantized, s.flashinfer_sampler) if last_stage else None,
-                          coefficients=coefficients)
+                          encoder=encoder, coefficients=coefficients)
     nt = non_torch(s.tensor_parallel_size * s.pipeline_parallel_size, gpu, v, coefficients)
     cg = cudagraph(model, num_layers, s.enforce_eager, s.max_num_seqs, coefficients)
     return act, nt, cg, subtracts_cudagraphs(v, model, quantized, s.enforce_eager)
@@ -448,6 +452,7 @@ def _notes(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVersion, mla_l
                          "vllm/vllm-openai images) and sorts the logits otherwise (pip); the estimate assumes the "
                          "sort: choose FlashInfer sampler 'on' (--flashinfer-sampler on) if your log says 'Using "
                          "FlashInfer for top-p & top-k sampling'")
+        notes.extend(_vision_notes(model))
     if st.cudagraph.value > 0 and not st.cudagraph_subtracted:
         notes.append(f"vLLM {v.text} does not deduct CUDA graphs (~{st.cudagraph.value / GiB:.2f} GiB per GPU): "
                      "real usage exceeds gpu_memory_utilization by that much")
@@ -456,3 +461,16 @@ def _notes(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVersion, mla_l
     if v.engine == "V0" and s.pipeline_parallel_size > 1:
         notes.append("V0 splits the GPU blocks across the pipeline's virtual engines")
     return notes
+
+
+def _vision_notes(model: ModelSpec) -> list[str]:
+    """What the activation estimate assumes of a vision tower's profiling pass."""
+    enc = model.vision_encoder
+    if enc is None and model.encoder_params > 0:
+        return ["the vision encoder's profiling pass is not modelled for this model family: vLLM's activation "
+                "peak can be gigabytes higher (docs/vllm-memory.md §2.3)"]
+    if enc is None:
+        return []
+    text = (f"the activation peak includes the vision encoder's profiling pass over dummy {enc.family} images "
+            f"of {enc.patches_per_item:,} patches each")
+    return [text + (f"; {enc.note}" if enc.note else "")]

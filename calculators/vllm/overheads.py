@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.units import GiB, MiB
+from calculators.vllm.encoder_profile import EncoderPass
 from calculators.vllm.versions import VllmVersion, uses_v2_model_runner
 
 #: Live activation tensors per batched token: input + residual (2·hidden) and the MLP's
@@ -148,7 +149,7 @@ def _forward_bytes_per_token(model: ModelSpec, tensor_parallel_size: int, act_by
 
 def activation_peak(model: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int,
                     tensor_parallel_size: int, act_bytes: int, sampler: str | None = "v1_sort",
-                    coefficients: Coefficients = COEFFICIENTS) -> Estimate:
+                    encoder: EncoderPass | None = None, coefficients: Coefficients = COEFFICIENTS) -> Estimate:
     """Peak activation memory of vLLM's profile run on one GPU [bytes].
 
     ``base + max(forward_factor × tokens × per-token bytes, requests × vocab × sampler bytes)``:
@@ -156,19 +157,27 @@ def activation_peak(model: ModelSpec, *, max_num_batched_tokens: int, max_num_se
     ``min(max_num_seqs, max_num_batched_tokens)`` dummy requests do not overlap
     (docs/vllm-memory.md §2.3). ``sampler=None``: no sampler pass, as on every pipeline stage
     but the last (only the last rank samples in V0's ``execute_model`` and V1's ``profile_run``).
+    ``encoder``: a multimodal model's vision-tower pass, which comes first; the peak is then
+    ``base + max(encoder pass, kept outputs + max(forward, sampler))``, with the sampler over the
+    encoder pass's dummy requests (V0 runs fewer when each carries an image).
     """
     c = coefficients
     per_token = _forward_bytes_per_token(model, tensor_parallel_size, act_bytes)
     forward = max_num_batched_tokens * per_token
-    entries = 0 if sampler is None else min(max_num_seqs, max_num_batched_tokens) * model.vocab_size
+    requests = max_num_seqs if encoder is None else encoder.requests
+    entries = 0 if sampler is None else min(requests, max_num_batched_tokens) * model.vocab_size
     s = c.sampler_bytes[sampler] if sampler is not None else Span(0.0, 0.0, 0.0)
+    first, kept = (0.0, 0.0) if encoder is None else (encoder.pass_bytes, encoder.kept_bytes)
 
     def peak(base: float, k: float, b: float) -> float:
-        return base + max(k * forward, entries * b)
+        return base + max(first, kept + max(k * forward, entries * b))
     sampling = (f"{entries:,} vocab entries × {s.value:g} B [{SAMPLER_PASS_WORDS[sampler]}]" if sampler is not None
                 else "no sampler pass on this pipeline stage")
     basis = (f"{c.activation_base_bytes.value / GiB:.2f} GiB + max({c.forward_factor.value:g} × "
              f"{max_num_batched_tokens} tokens × {per_token:,.0f} B, {sampling})")
+    if encoder is not None:
+        basis += (f"; vision encoder first: max({first / GiB:.2f} GiB for {encoder.basis}, "
+                  f"{kept / GiB:.2f} GiB kept + the above)")
     b, k = c.activation_base_bytes, c.forward_factor
     return Estimate(peak(b.value, k.value, s.value), peak(b.low, k.low, s.low), peak(b.high, k.high, s.high), basis)
 

@@ -1,0 +1,76 @@
+"""The vision encoder's share of vLLM's profile run, by release, worked out by hand (docs/vllm-memory.md §2.3)."""
+from __future__ import annotations
+
+import pytest
+
+from calculators.specs.catalog import get_gpu
+from calculators.specs.hf_config import load_config_file
+from calculators.units import GiB
+from calculators.vllm.capacity import vllm_capacity
+from calculators.vllm.encoder_profile import dummy_images, encoder_pass
+from calculators.vllm.overheads import COEFFICIENTS, activation_peak
+from calculators.vllm.versions import parse_vllm_version
+from tests.conftest import HF_CONFIGS
+
+GEMMA3 = load_config_file(HF_CONFIGS / "google__gemma-3-27b-it.json")
+
+
+@pytest.mark.parametrize("release, engine, tokens, images, requests", [
+    # V0: one image a request, 4096 // 256 = 16 requests instead of max_num_seqs 256
+    ("0.8.3", "V0", 256, 16, 16),
+    # V1 up to 0.10.1: ⌈8192 / 256⌉ = 32 images; the text pass keeps max_num_seqs
+    ("0.9.2", "V1", 256, 32, 256),
+    # from 0.10.2 the budget counts the image's separators too: ⌊8192 / 260⌋ = 31
+    ("0.10.2", "V1", 260, 31, 256),
+    # an image longer than the batch: the budget grows to one image
+    ("0.12.0", "V1", 16_384, 1, 256),
+])
+def test_dummy_images_by_release(release, engine, tokens, images, requests):
+    v = parse_vllm_version(release, engine)
+    max_num_batched_tokens = 4096 if engine == "V0" else 8192
+    got = dummy_images(tokens, v, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=256,
+                       max_model_len=32_768)
+    assert got == (images, requests)
+
+
+def test_gemma3_v0_pass_by_hand():
+    # 16 images × 4096 patches = 65,536 positions × (2 · 1152 + 3 · 4304) · 2 B = 1,994,391,552 B of activations;
+    # float32 pixels 65,536 × 588 × 4 = 154,140,672 B; outputs 16 × 256 × 5376 × 2 = 44,040,192 B
+    e = encoder_pass(GEMMA3, parse_vllm_version("0.8.3", "V0"), max_num_batched_tokens=4096, max_num_seqs=256,
+                     max_model_len=4096, tensor_parallel_size=1, act_bytes=2)
+    assert (e.items, e.requests) == (16, 16)
+    assert e.pass_bytes == 1_994_391_552 + 154_140_672
+    assert e.kept_bytes == 44_040_192 + 154_140_672
+
+
+def test_0_11_0_pads_every_output_to_the_budget():
+    # 31 images; 0.11.0 keeps 31 × 8192 rows × 5376 × 2 B = 2,730,491,904 B; 0.12.0 keeps 31 × 256 rows
+    kw = dict(max_num_batched_tokens=8192, max_num_seqs=256, max_model_len=32_768, tensor_parallel_size=1,
+              act_bytes=2)
+    pixels = 31 * 4096 * 588 * 4
+    assert encoder_pass(GEMMA3, parse_vllm_version("0.11.0"), **kw).kept_bytes == 2_730_491_904 + pixels
+    assert encoder_pass(GEMMA3, parse_vllm_version("0.12.0"), **kw).kept_bytes == 31 * 256 * 5376 * 2 + pixels
+
+
+def test_the_peak_is_the_encoder_or_the_text_pass_beside_the_kept_outputs():
+    v = parse_vllm_version("0.8.3", "V0")
+    e = encoder_pass(GEMMA3, v, max_num_batched_tokens=4096, max_num_seqs=256, max_model_len=4096,
+                     tensor_parallel_size=1, act_bytes=2)
+    kw = dict(max_num_batched_tokens=4096, max_num_seqs=256, tensor_parallel_size=1, act_bytes=2, sampler="v0_sort")
+    with_encoder, text_only = activation_peak(GEMMA3, encoder=e, **kw), activation_peak(GEMMA3, **kw)
+    base = COEFFICIENTS.activation_base_bytes.value
+    assert with_encoder.value == pytest.approx(base + e.pass_bytes)  # 2.0 GiB of SigLIP beats 0.53 GiB of text
+    # without the tower the sampler over 256 requests would bind: 256 × 262,208 × 34 B = 2.13 GiB
+    assert text_only.value == pytest.approx(base + 256 * 262_208 * 34)
+    assert "vision encoder first" in with_encoder.basis
+
+
+def test_capacity_counts_the_tower_and_names_an_unmodelled_one():
+    r = vllm_capacity(GEMMA3, gpu=get_gpu("A10"), vllm_version="0.8.3", engine="V0", max_model_len=4096)
+    assert "vision encoder first" in r.binding.activation.basis
+    assert r.binding.activation.value / GiB == pytest.approx(0.25 + 2.0, abs=0.01)
+    assert any("4,096 patches" in n for n in r.notes)
+    # a tower whose family has no rule: counted in the weights, named as not profiled
+    blind = GEMMA3.model_copy(update={"vision_encoder": None})
+    notes = vllm_capacity(blind, gpu=get_gpu("A10"), vllm_version="0.8.3", engine="V0", max_model_len=4096).notes
+    assert any("not modelled for this model family" in n for n in notes)
