@@ -198,7 +198,7 @@ def _encoder_params(enc: Any, text_hidden: int) -> float:
     if not isinstance(enc, dict):
         return 0.0
     layers = _int(enc, "depth", "num_hidden_layers", "encoder_layers", "num_layers", default=0, minimum=0)
-    h = _int(enc, "hidden_size", "embed_dim", "d_model", default=0, minimum=0)
+    h = _int(enc, "embed_dim", "hidden_size", "d_model", default=0, minimum=0)  # Qwen2-VL: hidden_size is the output
     if not layers or not h:
         return 0.0
     layers += _int(enc, "num_global_layers", default=0, minimum=0)
