@@ -90,6 +90,6 @@ def encoder_pass(model: ModelSpec, v: VllmVersion, *, max_num_batched_tokens: in
     pixels = patches * enc.pixel_values_per_patch * PIXEL_VALUE_BYTES
     rows = output_rows(enc.tokens_per_item, tokens, v, max_num_batched_tokens)
     outputs = items * rows * enc.output_width * act_bytes
-    basis = (f"{items} dummy image(s) of {enc.patches_per_item:,} patches ({enc.family}) × {per_patch:,.0f} B, "
-             f"{items} × {rows:,} output rows × {enc.output_width:,} kept")
+    basis = (f"{items} dummy {enc.family} image(s) × {enc.patches_per_item:,} patches × {per_patch:,.0f} B; "
+             f"kept: {items} × {rows:,} output rows × {enc.output_width:,} wide and the pixels")
     return EncoderPass(items, patches * per_patch + pixels, outputs + pixels, requests, basis)

@@ -176,8 +176,8 @@ def activation_peak(model: ModelSpec, *, max_num_batched_tokens: int, max_num_se
     basis = (f"{c.activation_base_bytes.value / GiB:.2f} GiB + max({c.forward_factor.value:g} × "
              f"{max_num_batched_tokens} tokens × {per_token:,.0f} B, {sampling})")
     if encoder is not None:
-        basis += (f"; vision encoder first: max({first / GiB:.2f} GiB for {encoder.basis}, "
-                  f"{kept / GiB:.2f} GiB kept + the above)")
+        basis += (f"; vision encoder first: max({first / GiB:.2f} GiB, {kept / GiB:.2f} GiB kept + the "
+                  f"above) for {encoder.basis}")
     b, k = c.activation_base_bytes, c.forward_factor
     return Estimate(peak(b.value, k.value, s.value), peak(b.low, k.low, s.low), peak(b.high, k.high, s.high), basis)
 
