@@ -52,7 +52,8 @@ class Session:
         while True:
             fm = ForwardMsg.FromString(await self.ws.recv())
             kind = fm.WhichOneof("type")
-            if kind == "script_finished":
+            # a run cut short by a rerun (the start page's deep-link redirect) is followed by the real one
+            if kind == "script_finished" and fm.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                 return
             if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
                 self._read_widget(fm.delta.new_element)
