@@ -28,7 +28,7 @@ def vision_encoder_from_config(cfg: dict[str, Any], text_hidden: int) -> VisionE
     """The vision tower's profile-run shape, or None when the family has no rule (or no vision tower)."""
     enc = cfg.get("vision_config")
     rule = _RULES.get(str(cfg.get("model_type", "")))
-    if not isinstance(enc, dict) or rule is None:
+    if not isinstance(enc, dict) or rule is None or not (enc.get("embed_dim") or enc.get("hidden_size")):
         return None
     return rule(cfg, enc, text_hidden)
 
@@ -44,7 +44,7 @@ def _pos(c: dict[str, Any], name: str, default: float) -> float:
 
 def _width(enc: dict[str, Any]) -> tuple[int, int]:
     """(hidden, MLP width) of the tower; Qwen2-VL names them ``embed_dim`` and ``mlp_ratio``."""
-    hidden = int(_pos(enc, "embed_dim", 0) if enc.get("embed_dim") else _pos(enc, "hidden_size", 1024))
+    hidden = int(_pos(enc, "embed_dim" if enc.get("embed_dim") else "hidden_size", 0))
     inter = int(_pos(enc, "intermediate_size", hidden * _pos(enc, "mlp_ratio", 4)))
     return hidden, inter
 

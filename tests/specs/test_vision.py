@@ -60,6 +60,7 @@ def test_llava_one_token_a_patch():
 
 def test_unknown_family_has_no_rule_and_a_text_model_no_tower():
     assert vision("some_new_vlm", {"hidden_size": 1024, "image_size": 336, "patch_size": 14}) is None
+    assert vision("gemma3", {"image_size": 896, "patch_size": 14}) is None  # no width: nothing to size it by
     assert load_config_file(HF_CONFIGS / "Qwen__Qwen3-32B.json").vision_encoder is None
 
 
