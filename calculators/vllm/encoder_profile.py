@@ -19,14 +19,11 @@ import math
 from dataclasses import dataclass
 
 from calculators.specs.schema import ModelSpec, VisionEncoderSpec
+from calculators.vllm.overheads import ACTIVATION_FFN_COPIES, ACTIVATION_HIDDEN_COPIES
 from calculators.vllm.versions import VllmVersion
 
 #: Dummy pixel values are float32 on the GPU (the processors' output) for the whole profile run.
 PIXEL_VALUE_BYTES = 4
-#: Live activations per encoder position: input and residual (2 × width) and the MLP's two
-#: intermediate tensors plus the activation output (3 × MLP width on this rank), as in the text forward.
-ENCODER_HIDDEN_COPIES = 2
-ENCODER_MLP_COPIES = 3
 #: V1's default limit of images per prompt (``limit_mm_per_prompt``).
 V1_DEFAULT_ITEMS_PER_PROMPT = 999
 
@@ -85,8 +82,9 @@ def encoder_pass(model: ModelSpec, v: VllmVersion, *, max_num_batched_tokens: in
     items, requests = dummy_images(tokens, v, max_num_batched_tokens=max_num_batched_tokens,
                                    max_num_seqs=max_num_seqs, max_model_len=max_model_len)
     patches = items * enc.patches_per_item
-    per_patch = (ENCODER_HIDDEN_COPIES * enc.hidden_size
-                 + ENCODER_MLP_COPIES * enc.intermediate_size / tensor_parallel_size) * act_bytes
+    # the text forward's live tensors per position, over the tower's width and MLP width [B]
+    per_patch = (ACTIVATION_HIDDEN_COPIES * enc.hidden_size
+                 + ACTIVATION_FFN_COPIES * enc.intermediate_size / tensor_parallel_size) * act_bytes
     pixels = patches * enc.pixel_values_per_patch * PIXEL_VALUE_BYTES
     rows = output_rows(enc.tokens_per_item, tokens, v, max_num_batched_tokens)
     outputs = items * rows * enc.output_width * act_bytes

@@ -10,11 +10,14 @@ start-up accuracy benchmark (docs/vllm-memory.md §7). Each term is an :class:`E
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.units import GiB, MiB
-from calculators.vllm.encoder_profile import EncoderPass
 from calculators.vllm.versions import VllmVersion, uses_v2_model_runner
+
+if TYPE_CHECKING:
+    from calculators.vllm.encoder_profile import EncoderPass
 
 #: Live activation tensors per batched token: input + residual (2·hidden) and the MLP's
 #: gate/up output plus activation output (3 × FFN width on this rank), in the activation dtype; MoE
