@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/fit_performance.py [--check] [--iterations N] [--engine-sd SD] [--out FILE]
 
 What is fitted (docs/performance-model.md §4): the reference set of
-:class:`~calculators.perf.roofline.Efficiencies` (11 numbers), a compute and a memory efficiency per GPU family,
-a factor on the software costs for the ROCm stack and one per engine generation — 31 numbers on the 7 sources
+:class:`~calculators.perf.roofline.Efficiencies` (12 numbers), a compute and a memory efficiency per GPU family,
+a factor on the software costs for the ROCm stack and one per engine generation — 32 numbers on the 7 sources
 with comparable rows (12 in the corpus), the per-family and per-engine ones drawn towards the reference by a
 Gaussian prior so that a family or engine seen in one source moves only as far as its rows insist
 (``--engine-sd``: the prior's width on the engine-generation factors; a narrower one leaves fewer free
@@ -44,7 +44,8 @@ REFERENCE = [("compute", "logit", 0.7, 1.5), ("memory", "logit", 0.8, 1.5), ("st
              ("layer_overhead_s", "log", 2e-5, 3.0), ("sequence_overhead_s", "log", 2e-5, 3.0),
              ("allreduce_latency_s", "log", 1e-5, 2.0), ("attention_halving_context_tokens", "log", 3e4, 3.0),
              ("moe_small_batch_penalty", "log", 0.5, 3.0), ("moe_layer_overhead_s", "log", 2e-5, 3.0),
-             ("moe_expert_efficiency", "logit", 0.7, 1.5), ("mla_attention", "logit", 0.8, 2.0)]
+             ("moe_expert_efficiency", "logit", 0.7, 1.5), ("mla_attention", "logit", 0.8, 2.0),
+             ("request_overhead_s", "log", 0.03, 2.0)]
 FAMILY_SD, STACK_SD, ENGINE_SD = 0.7, 1.0, 0.7
 STACKS = ("ROCm",)
 ENGINES = ("sglang", "sglang-old", "trtllm", "trtllm-old", "vllm-v0", "lmdeploy", "atom")

@@ -7,7 +7,7 @@ import streamlit as st
 
 from app.ui import perf_charts, perf_state, state, widgets
 from calculators.errors import InvalidInputError
-from calculators.perf.serving import serving_metrics
+from calculators.perf.serving import serving_metrics, slot_view
 from calculators.report import explain_perf
 
 
@@ -21,7 +21,7 @@ def _inputs(ctx: state.Computed, r, summ: dict, out_len: int) -> tuple[int, int,
     batch = int(c[0].number_input("Batch size [sequences]", 1, max(1, summ["limit"]), step=1, key="lb_batch",
                                   help=f"default: the {'SLO batch' if slo == summ['batch'] else 'knee'} "
                                        f"({summ['batch']:,}); at most the KV limit {summ['limit']:,}"))
-    m = serving_metrics(r, batch, *perf_state.lengths(ctx))
+    m = slot_view(r, serving_metrics(r, batch, *perf_state.lengths(ctx)), batch, out_len)  # as the fleet sizes
     rps = float(m["requests_per_s"])
     perf_state.keep_default("lb_replicas", explain_perf.default_replicas(scn.request_rate_per_s, rps))
     replicas = int(c[1].number_input("Replicas", 1, 1_000_000, step=1, key="lb_replicas",

@@ -424,16 +424,21 @@ def _put(out: dict[str, np.ndarray], part: dict[str, np.ndarray], rows: np.ndarr
 
 def _load_metrics(pm: Roofline, rows: pd.DataFrame, engine: str) -> dict[str, np.ndarray]:
     """TPOT, TTFT [s] and output tokens/s per GPU of each row at its load, and the batch used [sequences]:
-    closed loop at ``batch`` (a ceiling: at :func:`ceiling_batch`), a static batch of ``batch`` (TTFT = the
+    closed loop at ``batch`` with at most the engine's largest batch running, and for vLLM at most the sequences
+    its KV pool holds (:func:`ceiling_batch`; the rest wait for a slot — other engines size their pools by memory
+    fractions the rows do not state), a ceiling at :func:`ceiling_batch`, a static batch of ``batch`` (TTFT = the
     prefill of all its prompts), or open loop at the row's ``request_rate`` with at most the ceiling's batch
     in flight."""
     load = rows["load"].to_numpy()
     i, o = rows["input_len"].to_numpy(float), rows["output_len"].to_numpy(float)
     b = rows["batch"].to_numpy(float).copy()
-    ceiling = load == "offline_max"
+    ceiling, closed = load == "offline_max", load == "concurrency"
     if ceiling.any():
         b[ceiling] = ceiling_batch(pm, engine, i[ceiling], o[ceiling], rows["num_prompts"].to_numpy(float)[ceiling])
-    sm = serving.serving_metrics(pm, np.nan_to_num(b, nan=1.0), i, o)
+    slots = np.full(len(b), float(ENGINE_MAX_BATCH.get(engine, np.inf)))
+    if closed.any() and engine.startswith("vllm"):
+        slots[closed] = ceiling_batch(pm, engine, i[closed], o[closed], np.full(int(closed.sum()), np.inf))
+    sm = serving.serving_metrics(pm, np.nan_to_num(b, nan=1.0), i, o, max_running=slots)
     out = {k: np.array(sm[k], dtype=float) for k in _KEYS}
     static, rate = load == "static_batch", load == "request_rate"
     if static.any():

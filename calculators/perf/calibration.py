@@ -190,6 +190,11 @@ class Measured(StepTimeMixin):
     def num_gpus(self) -> np.ndarray:
         return np.asarray(self.gpus)
 
+    @property
+    def request_overhead_s(self) -> float:
+        """0: a measured TTFT already holds the latency outside the engine's steps."""
+        return 0.0
+
     def _within(self, field: str, value: np.ndarray, lo: float, hi: float) -> None:
         if np.any(value < lo / EXTRAPOLATION_LIMIT) or np.any(value > hi * EXTRAPOLATION_LIMIT):
             raise InvalidInputError(field, np.asarray(value).tolist(),

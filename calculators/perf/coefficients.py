@@ -74,6 +74,8 @@ class ReferenceSet(BaseModel):
     moe_layer_overhead_s: Cost = Field(description="cost per MoE layer per step: routing, permutation [s]")
     moe_expert_efficiency: Efficiency = Field(description="expert (grouped GEMM) reads' share of the dense bandwidth")
     mla_attention: Efficiency = Field(description="MLA decode kernel efficiency relative to plain KV reads")
+    request_overhead_s: Cost = Field(description="latency each request spends outside the engine's steps: "
+                                     "API server, tokenisation, admission, first chunk streamed [s]")
 
 
 class FamilyEntry(BaseModel):

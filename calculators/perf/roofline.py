@@ -67,7 +67,9 @@ class Efficiencies:
     per expert), and at ``moe_expert_efficiency`` (≤ 1) of the dense reads' bandwidth at any count (grouped
     GEMMs over many small matrices); ``moe_layer_overhead_s`` [s per MoE layer per step]: routing, token
     permutation and the grouped GEMMs' launch and tail, which a dense layer does not have. ``mla_attention``: the
-    MLA decode kernel's efficiency relative to plain KV reads (≤ 1).
+    MLA decode kernel's efficiency relative to plain KV reads (≤ 1). ``request_overhead_s`` [s per request]: the
+    latency each request spends outside the engine's steps (API server, tokenisation, streaming), added to its
+    TTFT and end-to-end latency, no GPU time.
     """
 
     compute: float = COMPUTE_EFFICIENCY
@@ -81,6 +83,7 @@ class Efficiencies:
     moe_layer_overhead_s: float = _REF.moe_layer_overhead_s
     moe_expert_efficiency: float = _REF.moe_expert_efficiency
     mla_attention: float = _REF.mla_attention
+    request_overhead_s: float = _REF.request_overhead_s
 
     def __post_init__(self) -> None:
         fraction("compute_efficiency", self.compute)
@@ -91,7 +94,7 @@ class Efficiencies:
             raise InvalidInputError("attention_halving_context_tokens", self.attention_halving_context_tokens,
                                     "a positive number of tokens (inf for no fall with context)")
         for name in ("step_overhead_s", "allreduce_latency_s", "layer_overhead_s", "sequence_overhead_s",
-                     "moe_small_batch_penalty", "moe_layer_overhead_s"):
+                     "moe_small_batch_penalty", "moe_layer_overhead_s", "request_overhead_s"):
             v = np.asarray(getattr(self, name), dtype=np.float64)
             if not np.all(np.isfinite(v) & (v >= 0)):
                 raise InvalidInputError(name, v.tolist(), "a non-negative number (a cost cannot be negative)")
@@ -196,6 +199,11 @@ class Roofline(StepTimeMixin):
     @property
     def num_gpus(self) -> np.ndarray:
         return np.asarray(self.tensor_parallel_size) * self.pipeline_parallel_size
+
+    @property
+    def request_overhead_s(self) -> float:
+        """Latency each request spends outside the engine's steps [s] (docs/performance-model.md §4)."""
+        return float(self.efficiencies.request_overhead_s)
 
     def decode_breakdown(self, batch_size: ArrayLike, context_tokens: ArrayLike) -> dict[str, np.ndarray]:
         """Decode step at ``batch_size`` sequences of ``context_tokens`` each, term by term [s]."""

@@ -12,10 +12,16 @@ For requests of ``I`` input and ``O`` output tokens (docs/performance-model.md �
   ``max_num_batched_tokens − N``; what does not fit runs as prefill-only steps. TPOT = that cycle ÷ O.
   TTFT = the rest of the step in flight when the other ``N − 1`` keep the replica busy (TPOT/2), then
   the arriving prompt's chunks, each a step fused with the others' decodes.
+- **beyond the running cap** (closed loop, ``max_running`` = ``M < N``): the ``N − M`` others wait
+  ``(N − M)/M`` end-to-end latencies of the closed loop of ``M`` (Little's law), in TTFT.
 - **open loop** at ``λ`` requests/s (Poisson; ``--request-rate``): the same at the mean concurrency
   ``N = λ·end-to-end(N)`` (Little's law), found by bisection; an arrival finds the replica busy with
   probability ``1 − e^(−N)`` and ``N`` others decoding. Above the largest rate ``max_num_seqs`` in flight
   can serve the replica is overloaded (its queue grows without bound).
+
+Served requests (closed and open loop) also spend the model's ``request_overhead_s`` outside the engine's
+steps (API server, tokenisation, streaming), in TTFT and end-to-end latency but no GPU time; a static batch is
+an offline run without a server.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
+from calculators.errors import InvalidInputError
 from calculators.perf.model import PerformanceModel
 from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from calculators.validation import positive, positive_int
@@ -77,15 +84,16 @@ def _steady(pm: PerformanceModel, n: np.ndarray, i: np.ndarray, o: np.ndarray, *
     busy = -np.expm1(-n) if open_loop else np.clip(n - 1, 0.0, 1.0)
     room = np.maximum(_budget(pm) - others, 1.0)
     chunk = np.minimum(i, room)
-    ttft = busy * tpot / 2 + np.ceil(i / room) * pm.mixed_step_time_s(others, i + o / 2, chunk, i)
+    ttft = (busy * tpot / 2 + np.ceil(i / room) * pm.mixed_step_time_s(others, i + o / 2, chunk, i)
+            + pm.request_overhead_s)
     return {"prefill_s": pm.prefill_time_s(i, 1), "ttft_s": ttft, "tpot_s": tpot, "decode_step_s": tpot,
-            "e2e_latency_s": ttft + (o - 1) * tpot}
+            "e2e_latency_s": ttft + (o - 1) * tpot, "queue_wait_s": np.zeros_like(ttft)}
 
 
-def _with_throughput(pm: PerformanceModel, m: dict[str, np.ndarray], n: np.ndarray,
+def _with_throughput(pm: PerformanceModel, m: dict[str, np.ndarray], rps: np.ndarray,
                      o: np.ndarray) -> dict[str, np.ndarray]:
-    """Throughputs by Little's law: ``n`` requests every end-to-end latency."""
-    rps = n / m["e2e_latency_s"]
+    """``m`` with the throughputs of ``rps`` requests/s (Little's law: the requests in flight over the time each
+    spends there)."""
     out = {**m, "output_tokens_per_s": rps * o, "output_tokens_per_s_per_gpu": rps * o / pm.num_gpus,
            "tokens_per_s_per_user": 1 / m["tpot_s"], "requests_per_s": rps}
     shape = np.broadcast_shapes(*(np.shape(v) for v in out.values()))
@@ -93,33 +101,61 @@ def _with_throughput(pm: PerformanceModel, m: dict[str, np.ndarray], n: np.ndarr
 
 
 def serving_metrics(pm: PerformanceModel, concurrency: ArrayLike, input_len: ArrayLike,
-                    output_len: ArrayLike) -> dict[str, np.ndarray]:
+                    output_len: ArrayLike, *, max_running: ArrayLike = np.inf) -> dict[str, np.ndarray]:
     """Closed loop: TTFT, TPOT, end-to-end latency [s] and throughputs [tokens/s, requests/s] at ``N``
-    requests in flight, broadcast."""
+    requests in flight, broadcast.
+
+    At most ``max_running`` of them run (``max_num_seqs``, or the sequences the KV cache holds); the other
+    ``N − M`` wait for a slot. The ``M`` running ones cycle as a closed loop of ``M`` (end-to-end ``R``), so the
+    replica completes ``X = M/R`` requests/s, and by Little's law (``N = X·(W + R)``) each request first waits
+    ``W = (N − M)/M · R`` in the queue (``queue_wait_s``), which adds to its TTFT and end-to-end latency.
+    """
     n = np.asarray(positive("concurrency", concurrency), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
-    return _with_throughput(pm, _steady(pm, n, i, o, open_loop=False), n, o)
+    cap = np.asarray(max_running, dtype=np.float64)
+    if not np.all(cap >= 1):
+        raise InvalidInputError("max_running", cap.tolist(), "at least 1 sequence (inf: no cap)")
+    running = np.minimum(n, np.floor(cap))
+    m = _steady(pm, running, i, o, open_loop=False)
+    wait = (n - running) / running * m["e2e_latency_s"]
+    m = {**m, "ttft_s": m["ttft_s"] + wait, "e2e_latency_s": m["e2e_latency_s"] + wait, "queue_wait_s": wait}
+    return _with_throughput(pm, m, n / m["e2e_latency_s"], o)
+
+
+def slot_view(pm: PerformanceModel, m: dict[str, np.ndarray], batch: ArrayLike,
+              output_len: float) -> dict[str, np.ndarray]:
+    """Serving metrics at ``batch`` seen from the replica's slots under open-loop arrivals: a request holds a
+    slot for its end-to-end latency less the serving path's ``request_overhead_s`` outside the engine's steps
+    (``slot_time_s``, the queue's service time [s]), so the replica serves ``batch / slot_time_s`` requests/s
+    (docs/performance-model.md §2)."""
+    slot = m["e2e_latency_s"] - pm.request_overhead_s
+    rps = np.asarray(batch, dtype=np.float64) / slot
+    return {**m, "slot_time_s": slot, "requests_per_s": rps, "output_tokens_per_s": rps * output_len,
+            "output_tokens_per_s_per_gpu": rps * output_len / pm.num_gpus}
 
 
 def static_batch_metrics(pm: PerformanceModel, batch_size: ArrayLike, input_len: ArrayLike,
                          output_len: ArrayLike) -> dict[str, np.ndarray]:
-    """A static batch of ``B`` prompts started together: the whole batch's prefill, then its decode [s]."""
+    """A static batch of ``B`` prompts started together: the whole batch's prefill, then its decode [s]. An
+    offline run inside the engine (as ``vllm bench latency`` or ``trtllm-bench`` measure it): no API server, so
+    no ``request_overhead_s``."""
     b = np.asarray(positive("batch_size", batch_size), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
     prefill = pm.prefill_time_s(i, b)
     tpot = pm.decode_step_time_s(b, i + o / 2)
     m = {"prefill_s": prefill, "ttft_s": prefill, "tpot_s": tpot, "decode_step_s": tpot,
-         "e2e_latency_s": prefill + (o - 1) * tpot}
-    return _with_throughput(pm, m, b, o)
+         "e2e_latency_s": prefill + (o - 1) * tpot, "queue_wait_s": np.zeros_like(prefill)}
+    return _with_throughput(pm, m, b / m["e2e_latency_s"], o)
 
 
 def open_loop_metrics(pm: PerformanceModel, request_rate_per_s: ArrayLike, input_len: ArrayLike,
                       output_len: ArrayLike, *, max_num_seqs: int = 256) -> dict[str, np.ndarray]:
     """Poisson arrivals at ``λ``: the closed loop at the concurrency Little's law gives, plus ``overloaded``.
 
-    ``N = λ · end-to-end(N)`` is solved by bisection on ``(0, max_num_seqs]``; where even ``max_num_seqs``
-    requests in flight serve fewer than ``λ`` per second the replica is overloaded and the figures are
-    those at ``max_num_seqs`` (waiting time unbounded, reported as ``inf`` TTFT).
+    ``N = λ · (end-to-end(N) − request_overhead_s)`` (the requests in the engine: the latency outside its steps
+    holds no slot) is solved by bisection on ``(0, max_num_seqs]``; where even ``max_num_seqs`` requests in
+    flight serve fewer than ``λ`` per second the replica is overloaded and the figures are those at
+    ``max_num_seqs`` (waiting time unbounded, reported as ``inf`` TTFT).
     """
     lam = np.asarray(positive("request_rate", request_rate_per_s), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
@@ -128,12 +164,14 @@ def open_loop_metrics(pm: PerformanceModel, request_rate_per_s: ArrayLike, input
     lo, hi = np.zeros(shape), np.full(shape, cap)
     for _ in range(OPEN_LOOP_BISECTION_STEPS):
         mid = (lo + hi) / 2
-        short = lam * _steady(pm, np.maximum(mid, 1e-9), i, o, open_loop=True)["e2e_latency_s"] > mid
+        engine_s = _steady(pm, np.maximum(mid, 1e-9), i, o, open_loop=True)["e2e_latency_s"] - pm.request_overhead_s
+        short = lam * engine_s > mid
         lo, hi = np.where(short, mid, lo), np.where(short, hi, mid)
     n = np.maximum(hi, 1e-9)
     m = _steady(pm, n, i, o, open_loop=True)
-    overloaded = lam * m["e2e_latency_s"] > n * (1 + 1e-9)
+    engine_s = m["e2e_latency_s"] - pm.request_overhead_s
+    overloaded = lam * engine_s > n * (1 + 1e-9)
     m["ttft_s"] = np.where(overloaded, np.inf, m["ttft_s"])
-    out = _with_throughput(pm, m, n, o)
+    out = _with_throughput(pm, m, n / engine_s, o)
     return {**out, "concurrency": np.broadcast_to(n, out["ttft_s"].shape),
             "overloaded": np.broadcast_to(overloaded, out["ttft_s"].shape)}

@@ -26,7 +26,7 @@ from calculators.errors import InvalidInputError
 from calculators.memory.kv_cache import check_tensor_parallel
 from calculators.perf.model import PerformanceModel
 from calculators.perf.roofline import Efficiencies, Roofline
-from calculators.perf.serving import serving_metrics
+from calculators.perf.serving import serving_metrics, slot_view
 from calculators.planning.costs import SECONDS_PER_HOUR as SECONDS_PER_HOUR
 from calculators.planning.costs import fleet_costs
 from calculators.planning.queueing import batched_server_wait, max_arrival_rate_for_wait
@@ -252,13 +252,13 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
                  max_num_batched_tokens=cap.settings.max_num_batched_tokens)
     pm = sized_model(r, sizing)
     b = batch_candidates(int(limit))
-    m = serving_metrics(pm, b, w.input_len, w.output_len)
+    m = slot_view(pm, serving_metrics(pm, b, w.input_len, w.output_len), b, w.output_len)
     tpot_eff = m["tpot_s"]  # under load: the prefill of arriving prompts mixed into the steps
     replicas = np.ceil(w.request_rate_per_s / (utilisation_cap * m["requests_per_s"]))
     factor = (1 + _service_cv(w) ** 2) / 2
     if w.ttft_p99_s is not None:
         tpot_ok = tpot_eff <= (w.tpot_p99_s if w.tpot_p99_s is not None else np.inf)
-        replicas = _replicas_for_ttft(w, replicas, m["ttft_s"], m["e2e_latency_s"], b, factor, tpot_ok)
+        replicas = _replicas_for_ttft(w, replicas, m["ttft_s"], m["slot_time_s"], b, factor, tpot_ok)
     replicas = replicas + (1 if n_plus_one else 0)
     ok = np.isfinite(replicas)
     if w.tpot_p99_s is not None:
@@ -274,9 +274,10 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     return plan
 
 
-def _p99_ttft_s(w: Workload, replicas: int, ttft_s: float, e2e_s: float, batch: float, factor: float) -> float:
-    """TTFT + the p99 queueing wait of one replica's share of the load (M/G/c, c = batch) [s]."""
-    wait = batched_server_wait(w.request_rate_per_s / replicas, e2e_s, int(batch),
+def _p99_ttft_s(w: Workload, replicas: int, ttft_s: float, slot_s: float, batch: float, factor: float) -> float:
+    """TTFT + the p99 queueing wait of one replica's share of the load (M/G/c, c = batch, service = the slot
+    time) [s]."""
+    wait = batched_server_wait(w.request_rate_per_s / replicas, slot_s, int(batch),
                                service_cv=math.sqrt(max(2 * factor - 1, 0)))
     return ttft_s + float(wait.p99_wait_s)
 
@@ -291,11 +292,12 @@ def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline,
     plan.total_gpus = replicas * layout.gpus_per_replica
     plan.nodes = _nodes(layout, replicas)
     plan.ttft_s, plan.tpot_s, plan.e2e_latency_s = m["ttft_s"], m["tpot_s"], m["e2e_latency_s"]
-    plan.ttft_p99_s = _p99_ttft_s(w, replicas, plan.ttft_s, plan.e2e_latency_s, batch, factor)
-    est = m if pm is r else {k: float(v) for k, v in serving_metrics(r, batch, w.input_len, w.output_len).items()}
+    plan.ttft_p99_s = _p99_ttft_s(w, replicas, plan.ttft_s, m["slot_time_s"], batch, factor)
+    est = m if pm is r else {k: float(v) for k, v in slot_view(
+        r, serving_metrics(r, batch, w.input_len, w.output_len), batch, w.output_len).items()}
     plan.tpot_band_low_s, plan.tpot_band_high_s = band_edges_s("tpot", est["tpot_s"])
     plan.ttft_p99_band_low_s, plan.ttft_p99_band_high_s = band_edges_s(
-        "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], est["e2e_latency_s"], batch, factor))
+        "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], est["slot_time_s"], batch, factor))
     terms = r.decode_breakdown(batch, w.input_len + w.output_len / 2)
     plan.allreduce_s, plan.bubble_fraction = float(terms["allreduce_s"]), float(terms["bubble_fraction"])
     plan.replica_requests_per_s = m["requests_per_s"]

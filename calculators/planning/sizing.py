@@ -45,6 +45,10 @@ class ScaledModel(StepTimeMixin):
         return self.inner.num_gpus
 
     @property
+    def request_overhead_s(self) -> float:
+        return self.inner.request_overhead_s
+
+    @property
     def max_num_batched_tokens(self) -> int:
         """The inner model's token budget per step (vLLM's default when it has none)."""
         return int(getattr(self.inner, "max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS))

@@ -16,7 +16,7 @@ import numpy as np
 from calculators.perf.curves import KNEE_THRESHOLD
 from calculators.perf.latency_budget import latency_budget
 from calculators.perf.roofline import PP_HANDOFF_LATENCY_S, Roofline, decode_terms, prefill_terms
-from calculators.perf.serving import serving_metrics
+from calculators.perf.serving import serving_metrics, slot_view
 from calculators.planning.fleet import UTILISATION_CAP
 from calculators.planning.queueing import batched_server_wait
 from calculators.report.perf import knee_document, perf_document
@@ -179,9 +179,10 @@ def budget_at_batch(r: Roofline, *, batch: int, input_len: float, output_len: fl
     metrics (``m``), the queue (``wait``), and the budget of :func:`latency_budget` (``None`` when the
     queue is unstable).
     """
-    m = {k: _f(v) for k, v in serving_metrics(r, batch, input_len, output_len).items()}
+    m = {k: _f(v) for k, v in slot_view(r, serving_metrics(r, batch, input_len, output_len), batch,
+                                        output_len).items()}
     rate = request_rate_per_s / replicas
-    wait = batched_server_wait(rate, m["e2e_latency_s"], int(batch), service_cv=service_cv)
+    wait = batched_server_wait(rate, m["slot_time_s"], int(batch), service_cv=service_cv)
     stable = bool(np.ravel(wait.stable)[0])
     budget = None
     if stable:
@@ -307,17 +308,18 @@ def math_knee(knee_doc: dict) -> dict:
 
 
 def math_throughput(perf_doc: dict) -> dict:
-    """Output tokens/s of a replica at a batch (continuous batching, steady state)."""
-    b, o, i = perf_doc["batch_size"], perf_doc["output_len"], perf_doc["input_len"]
-    tps = perf_doc["output_tokens_per_s"]
-    prefill_b = b * o / tps - o * perf_doc["tpot_s"]
-    return {"formula": "tokens/s = B × O ÷ (O × TPOT + prefill(B prompts)); per GPU = ÷ (TP × PP); "
+    """Output tokens/s of a replica at a load (continuous batching, steady state: Little's law)."""
+    n, o, i = perf_doc["concurrency"], perf_doc["output_len"], perf_doc["input_len"]
+    e2e, ttft, tpot = perf_doc["e2e_latency_s"], perf_doc["ttft_s"], perf_doc["tpot_s"]
+    parts = [f"{_ms(perf_doc['request_overhead_s'])} outside the engine's steps"]
+    if perf_doc.get("queue_wait_s"):
+        parts.append(f"{_ms(perf_doc['queue_wait_s'])} waiting for one of {perf_doc['batch_size']:,} slots")
+    return {"formula": "tokens/s = N × O ÷ end-to-end (N requests in flight, Little's law); per GPU = ÷ (TP × PP); "
                        "end-to-end = TTFT + (O − 1) × TPOT",
-            "substituted": f"{b:,} × {o:,} ÷ ({o:,} × {_ms(perf_doc['tpot_s'])} + {_ms(prefill_b)}) = "
-                           f"{tps:,.0f} tokens/s; per GPU {perf_doc['output_tokens_per_s_per_gpu']:,.0f}; "
-                           f"end-to-end = {_ms(perf_doc['ttft_s'])} + ({o:,} − 1) × {_ms(perf_doc['tpot_s'])} = "
-                           f"{_ms(perf_doc['e2e_latency_s'])} (I = {i:,})",
-            "sources": ["docs/performance-model.md §2 (what a benchmark at concurrency B measures)"]}
+            "substituted": f"{n:,.4g} × {o:,} ÷ {_ms(e2e)} = {perf_doc['output_tokens_per_s']:,.0f} tokens/s; per GPU "
+                           f"{perf_doc['output_tokens_per_s_per_gpu']:,.0f}; end-to-end = {_ms(ttft)} + ({o:,} − 1) × "
+                           f"{_ms(tpot)} = {_ms(e2e)}, TTFT holding {' and '.join(parts)} (I = {i:,})",
+            "sources": ["docs/performance-model.md §2 (what a benchmark at concurrency N measures)"]}
 
 
 def math_budget(view: dict, *, batch: int, output_len: float, replicas: int, target_s: float) -> dict:
@@ -337,12 +339,15 @@ def math_budget(view: dict, *, batch: int, output_len: float, replicas: int, tar
 
 
 def math_queue(view: dict, *, batch: int, replicas: int, request_rate_per_s: float) -> dict:
-    """The queue part of TTFT: M/M/c with c = batch slots and service = end-to-end at that batch."""
+    """The queue part of TTFT: M/M/c with c = batch slots and service = the time a request holds a slot at that
+    batch (end-to-end less the latency outside the engine's steps)."""
     m = view["m"]
+    r_over = m["e2e_latency_s"] - m["slot_time_s"]
     return {"formula": "λ = rate ÷ replicas; ρ = λ × S ÷ c; W_q(p99) = ln(C(c, λS) ÷ 0.01) ÷ (c ÷ S − λ) "
                        "when C > 0.01, else 0 (Erlang C; Allen–Cunneen factor (1 + cv²)/2 = 1 for cv = 1)",
             "substituted": f"λ = {request_rate_per_s:g} ÷ {replicas:,} = {view['rate_per_replica']:,.3f} req/s; "
-                           f"S = {_ms(m['e2e_latency_s'])}; c = {batch:,}; ρ = {view['utilisation']:.3f}; "
+                           f"S = {_ms(m['e2e_latency_s'])} − {_ms(r_over)} outside the engine's steps = "
+                           f"{_ms(m['slot_time_s'])}; c = {batch:,}; ρ = {view['utilisation']:.3f}; "
                            f"P(wait) = {view['prob_wait']:.4f}; mean wait {_ms(view['wait_mean_s'])}, "
                            f"p99 wait {_ms(view['wait_p99_s'])}",
             "sources": ["docs/queueing.md §4 (Kleinrock 1975 §3.5; Gross & Harris 1998 "

@@ -28,9 +28,9 @@ def _check_context(r: Roofline, tokens: float) -> None:
 
 
 def _load(r: Roofline, input_len: int, output_len: int, batch_size: int | None, concurrency: float | None,
-          request_rate: float | None, max_num_seqs: int) -> tuple[str, float, dict[str, float]]:
-    """The load mode, its value and its metrics: exactly one of batch, concurrency or rate
-    (docs/performance-model.md §2)."""
+          request_rate: float | None, max_num_seqs: int, slots: int) -> tuple[str, float, dict[str, float]]:
+    """The load mode, its value and its metrics: exactly one of batch, concurrency or rate; a concurrency runs
+    at most ``slots`` requests at once, the rest wait (docs/performance-model.md §2)."""
     given = {k: v for k, v in (("static_batch", batch_size), ("concurrency", concurrency),
                                ("request_rate", request_rate)) if v is not None}
     if len(given) != 1:
@@ -40,7 +40,7 @@ def _load(r: Roofline, input_len: int, output_len: int, batch_size: int | None, 
     if mode == "static_batch":
         m = static_batch_metrics(r, value, input_len, output_len)
     elif mode == "concurrency":
-        m = serving_metrics(r, value, input_len, output_len)
+        m = serving_metrics(r, value, input_len, output_len, max_running=slots)
     else:
         m = open_loop_metrics(r, value, input_len, output_len, max_num_seqs=max_num_seqs)
     return mode, float(value), {k: float(np.ravel(v)[0]) for k, v in m.items()}
@@ -52,13 +52,15 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
     """Prefill, decode, TTFT, TPOT, latency, throughput and bound under one load (SI units): a static batch
     of ``batch_size`` prompts, ``concurrency`` requests in flight, or Poisson arrivals at ``request_rate``."""
     _check_context(r, input_len + output_len)
-    mode, value, m = _load(r, input_len, output_len, batch_size, concurrency, request_rate, max_num_seqs)
+    limit = kv_batch_limit(r, input_len + output_len)
+    slots = max(1, min(limit, max_num_seqs))
+    mode, value, m = _load(r, input_len, output_len, batch_size, concurrency, request_rate, max_num_seqs, slots)
     in_flight = m.pop("concurrency", value)
     overloaded = bool(m.pop("overloaded", False))
-    batch = max(1, round(in_flight))  # sequences in a step, whole
-    terms = r.decode_breakdown(in_flight, input_len + output_len / 2)
+    running = min(in_flight, slots) if mode == "concurrency" else in_flight
+    batch = max(1, round(running))  # sequences in a step, whole
+    terms = r.decode_breakdown(running, input_len + output_len / 2)
     cross = float(np.ravel(crossover_batch_size(r, input_len + output_len / 2))[0])
-    limit = kv_batch_limit(r, input_len + output_len)
     doc = {
         "model": r.model.id, "gpu": r.gpu.id, "tensor_parallel_size": int(np.ravel(r.tensor_parallel_size)[0]),
         "pipeline_parallel_size": r.pipeline_parallel_size, "compute_dtype": r.dtype_used,
@@ -69,7 +71,7 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
         "decode_compute_s": float(np.ravel(terms["compute_s"])[0]),
         "decode_memory_s": float(np.ravel(terms["memory_s"])[0]),
         "decode_allreduce_s": float(np.ravel(terms["allreduce_s"])[0]),
-        "step_overhead_s": r.efficiencies.step_overhead_s,
+        "step_overhead_s": r.efficiencies.step_overhead_s, "request_overhead_s": r.request_overhead_s,
         "ridge_point_flop_per_byte": ridge_point(r.gpu, r.dtype_used),
         "crossover_batch_size": None if math.isinf(cross) else cross,
         "crossover_note": ("KV-cache reads keep decode memory-bound at every batch size at this context"
@@ -77,7 +79,12 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
         "kv_batch_limit": limit,
         "efficiencies": {"compute": r.efficiencies.compute, "memory": r.efficiencies.memory},
     }
-    if batch > limit:
+    if mode == "concurrency" and in_flight > slots:
+        why = (f"the KV cache holds {limit} sequences of {input_len + output_len} tokens" if limit <= max_num_seqs
+               else f"max_num_seqs {max_num_seqs}")
+        doc["warning"] = (f"{in_flight:g} requests in flight but at most {slots} run at once ({why}): the others "
+                          f"wait {m['queue_wait_s'] * 1e3:,.0f} ms on average for a slot, and TTFT includes it")
+    elif batch > limit:
         doc["warning"] = f"batch {batch} exceeds the KV cache: at most {limit} sequences of " \
                          f"{input_len + output_len} tokens fit"
     return doc

@@ -49,6 +49,7 @@ class ContinuousRun:
         n = self.n = wl.num_requests
         self.inp, self.out = wl.input_tokens.tolist(), wl.output_tokens.tolist()
         self.think = wl.think_s.tolist() if wl.think_s is not None else None
+        self.overhead = float(pm.request_overhead_s)
         self.block_size, self.budget_max, self.max_seqs = pol.block_size, pol.max_num_batched_tokens, pol.max_num_seqs
         self.num_blocks = pol.num_blocks if pol.num_blocks is not None else UNLIMITED_BLOCKS
         self.limited = pol.num_blocks is not None
@@ -143,9 +144,10 @@ class ContinuousRun:
                 self.waiting.append(i)
 
     def release_next_user(self, at: float, i: int) -> None:
-        """Closed loop: request ``i``'s user sends the next request after its think time."""
+        """Closed loop: request ``i``'s user sends the next request after its think time; it reaches the engine
+        ``request_overhead_s`` later."""
         if self.think is not None and self.next_id < self.n:
-            heapq.heappush(self.arrivals, (at + self.think[i], self.next_id))
+            heapq.heappush(self.arrivals, (at + self.think[i] + self.overhead, self.next_id))
             self.next_id += 1
 
     # ----------------------------------------------------------------- 2.–4. scheduling
@@ -316,7 +318,8 @@ class ContinuousRun:
         ts["in_system"] = ts["queue_depth"] + ts["batch_size"]
         ts.attrs["in_system_area"] = self.area
         itl = (ts["dt_s"].to_numpy(dtype=float), ts["decoding"].to_numpy(dtype=float))
-        reqs = requests_frame(self.wl, self.arrival, self.sched, self.first, self.finish, self.npre, self.rejected)
+        reqs = requests_frame(self.wl, self.arrival, self.sched, self.first, self.finish, self.npre, self.rejected,
+                              self.overhead)
         return RunRecord(reqs, ts, itl, self.t, self.preemptions, self.stop)
 
 

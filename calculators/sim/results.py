@@ -173,7 +173,11 @@ def _time_avg_in_system(ts: pd.DataFrame, elapsed_s: float) -> float:
     return float(area / max(float(elapsed_s), 1e-300))
 
 
-def requests_frame(wl: Workload, arrival, sched, first, finish, npre, rejected) -> pd.DataFrame:
+def requests_frame(wl: Workload, arrival, sched, first, finish, npre, rejected,
+                   request_overhead_s: float = 0.0) -> pd.DataFrame:
+    """One row per request. ``arrival_s`` … ``finish_s`` are engine times; TTFT and end-to-end latency add
+    ``request_overhead_s``, the time a request spends outside the engine's steps (API server, tokenisation,
+    streaming; docs/performance-model.md §2), as a client measures them."""
     a, s, f, e = (np.asarray(x, dtype=np.float64) for x in (arrival, sched, first, finish))
     o = wl.output_tokens
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -181,6 +185,7 @@ def requests_frame(wl: Workload, arrival, sched, first, finish, npre, rejected) 
     return pd.DataFrame({
         "request_id": np.arange(wl.num_requests), "arrival_s": a, "input_tokens": wl.input_tokens,
         "output_tokens": o, "scheduled_s": s, "first_token_s": f, "finish_s": e,
-        "queue_wait_s": s - a, "ttft_s": f - a, "tpot_s": tpot, "e2e_s": e - a,
+        "queue_wait_s": s - a, "ttft_s": f - a + request_overhead_s, "tpot_s": tpot,
+        "e2e_s": e - a + request_overhead_s,
         "preemptions": np.asarray(npre, dtype=np.int64), "rejected": np.asarray(rejected, dtype=bool),
         "finished": np.isfinite(e)})

@@ -31,6 +31,7 @@ class StaticRun:
         n = self.n = wl.num_requests
         self.inp, self.out = wl.input_tokens.tolist(), wl.output_tokens.tolist()
         self.think = wl.think_s.tolist() if wl.think_s is not None else None
+        self.overhead = float(pm.request_overhead_s)
         self.block_size, self.bmax, self.wait_s = pol.block_size, pol.max_batch_size, pol.max_wait_ms / 1e3
         self.num_blocks = pol.num_blocks if pol.num_blocks is not None else UNLIMITED_BLOCKS
         self.table = StepTable(pm, int((wl.input_tokens + wl.output_tokens).max()), 1)
@@ -83,9 +84,10 @@ class StaticRun:
             self.events_log.append((ta, 1, 0, 0))
 
     def release_next_user(self, at: float, i: int) -> None:
-        """Closed loop: request ``i``'s user sends the next request after its think time."""
+        """Closed loop: request ``i``'s user sends the next request after its think time; it reaches the engine
+        ``request_overhead_s`` later."""
         if self.think is not None and self.next_id < self.n:
-            heapq.heappush(self.arrivals, (at + self.think[i], self.next_id))
+            heapq.heappush(self.arrivals, (at + self.think[i] + self.overhead, self.next_id))
             self.next_id += 1
 
     def batch_start(self) -> float:
@@ -141,7 +143,7 @@ class StaticRun:
         end_t = min(self.t, self.t_limit) if self.stop == "duration" else self.t
         ts = self.timeseries(end_t)
         reqs = requests_frame(self.wl, self.arrival, self.sched, self.first, self.finish, [0] * self.n,
-                              self.rejected)
+                              self.rejected, self.overhead)
         reqs.loc[reqs["finish_s"].to_numpy() > end_t, ["finish_s", "e2e_s", "tpot_s"]] = np.nan  # not yet back
         reqs["finished"] = np.isfinite(reqs["finish_s"].to_numpy())
         itl = (np.concatenate(self.itl_v) if self.itl_v else np.empty(0),

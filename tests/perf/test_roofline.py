@@ -18,11 +18,13 @@ from calculators.perf.model import PerformanceModel
 from calculators.perf.roofline import Efficiencies, Roofline, crossover_batch_size, ridge_point
 from calculators.perf.serving import serving_metrics
 from calculators.perf.sweep import decode_sweep
+from calculators.report.perf import perf_document
 from calculators.specs.catalog import get_gpu, get_model
 
 IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_latency_s=0.0, layer_overhead_s=0.0,
                      sequence_overhead_s=0.0, attention_halving_context_tokens=math.inf, moe_small_batch_penalty=0.0,
-                     moe_layer_overhead_s=0.0, moe_expert_efficiency=1.0, mla_attention=1.0)
+                     moe_layer_overhead_s=0.0, moe_expert_efficiency=1.0, mla_attention=1.0,
+                     request_overhead_s=0.0)
 # Llama-3.1-8B by hand: weights 8,030,261,248 × 2 B + cos/sin cache 131,072 × 128 × 2 B;
 # linear FLOP/token 2 × (32 × 218,103,808 linear weights + 525,336,576 LM head) = 15,009,316,864.
 W_8B = 8_030_261_248 * 2 + 131_072 * 128 * 2
@@ -167,3 +169,16 @@ def test_cli_perf_and_knee():
     p = _llmcap("perf", "--model", "Qwen/Qwen3-8B", "--gpu", "H100", "--batch-size", "0", "--input-len", "6",
                 "--output-len", "10")
     assert p.returncode == 2 and "batch_size" in p.stderr
+
+
+def test_perf_concurrency_beyond_the_kv_cache_waits_for_a_slot():
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B-Instruct"), get_gpu("L4"))
+    doc = perf_document(r, input_len=2000, output_len=500, concurrency=200)
+    m = doc["kv_batch_limit"]
+    assert 1 < m < 200 and doc["batch_size"] == m
+    # the M that fit cycle in R = TTFT₀ + 499 · TPOT; the other 200 − M wait (200 − M)/M · R (Little's law)
+    r_cycle = doc["e2e_latency_s"] - doc["queue_wait_s"]
+    assert doc["queue_wait_s"] == pytest.approx((200 - m) / m * r_cycle)
+    assert doc["requests_per_s"] == pytest.approx(m / r_cycle)
+    assert "wait" in doc["warning"] and f"holds {m} sequences" in doc["warning"]
+    assert perf_document(r, input_len=2000, output_len=500, concurrency=4)["queue_wait_s"] == 0.0

@@ -49,6 +49,31 @@ def test_closed_loop_runs_what_the_budget_cannot_mix_as_prefill_steps():
     assert float(closed_loop_tpot_s(Budgeted(0.010, 1e-4), 8, 1000, 50)) == pytest.approx(0.0132 + 0.0128)
 
 
+def test_closed_loop_beyond_the_running_cap_waits_for_a_slot():
+    m = serving_metrics(PM, 24, 100, 50, max_running=8)
+    # 8 run as in the closed loop of 8 above (R = 25.8 + 49 × 11.6 = 594.2 ms, 8/R requests/s); the other 16
+    # wait W = (24 − 8)/8 × R = 1,188.4 ms, which Little's law needs: 24 = (8/R) · (W + R)
+    r = 0.0258 + 49 * 0.0116
+    assert float(m["queue_wait_s"]) == pytest.approx(2 * r)
+    assert float(m["ttft_s"]) == pytest.approx(2 * r + 0.0258)
+    assert float(m["tpot_s"]) == pytest.approx(0.0116)
+    assert float(m["requests_per_s"]) == pytest.approx(8 / r)
+    assert float(serving_metrics(PM, 8, 100, 50, max_running=8)["queue_wait_s"]) == 0.0
+
+
+def test_the_request_overhead_adds_to_ttft_and_end_to_end_of_served_requests():
+    pm = ConstantStepModel(decode_s=0.010, prefill_s_per_token=1e-4, request_overhead_s=0.05)
+    closed = serving_metrics(pm, 8, 100, 50)
+    assert float(closed["ttft_s"]) == pytest.approx(0.0258 + 0.05)  # the closed loop above, + 50 ms
+    assert float(closed["tpot_s"]) == pytest.approx(0.0116)  # no GPU time
+    assert float(closed["requests_per_s"]) == pytest.approx(8 / (0.0758 + 49 * 0.0116))
+    ol = open_loop_metrics(pm, 5.0, 100, 50)  # in the engine: λ × (end-to-end − 50 ms), the rest holds no slot
+    assert float(ol["concurrency"]) == pytest.approx(5.0 * (float(ol["e2e_latency_s"]) - 0.05), rel=1e-6)
+    assert float(ol["requests_per_s"]) == pytest.approx(5.0, rel=1e-6) and float(ol["ttft_s"]) > 0.05
+    static = static_batch_metrics(pm, 8, 100, 50)  # offline, in the engine: no API server
+    assert float(static["ttft_s"]) == pytest.approx(0.080)
+
+
 def test_one_user_finds_the_replica_idle():
     m = serving_metrics(PM, 1, 100, 50)
     assert float(m["ttft_s"]) == pytest.approx(0.010)  # prefill alone: no step in flight, nobody decoding

@@ -13,7 +13,8 @@ from calculators.specs.catalog import get_gpu, get_model
 
 IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_latency_s=0.0, layer_overhead_s=0.0,
                      sequence_overhead_s=0.0, attention_halving_context_tokens=math.inf, moe_small_batch_penalty=0.0,
-                     moe_layer_overhead_s=0.0, moe_expert_efficiency=1.0, mla_attention=1.0)
+                     moe_layer_overhead_s=0.0, moe_expert_efficiency=1.0, mla_attention=1.0,
+                     request_overhead_s=0.0)
 W_8B = 8_030_261_248 * 2 + 131_072 * 128 * 2   # Llama-3.1-8B weights + rotary cache [bytes]
 KV_8B = 131_072                                 # KV bytes per token, 32 layers × 2 × 8 heads × 128 × 2 B
 BW_H100 = 3.35e12
@@ -60,7 +61,7 @@ PROFILE = Profile.model_validate({
     "reference": {"compute": 0.6, "memory": 0.7, "step_overhead_s": 1e-3, "layer_overhead_s": 1e-5,
                   "sequence_overhead_s": 2e-5, "allreduce_latency_s": 1e-5, "attention_halving_context_tokens": 1e5,
                   "moe_small_batch_penalty": 0.1, "moe_layer_overhead_s": 1e-5, "moe_expert_efficiency": 0.8,
-                  "mla_attention": 0.9},
+                  "mla_attention": 0.9, "request_overhead_s": 0.05},
     "family": {"AMD CDNA3": {"compute": 0.5, "memory": 0.4}},
     "stack": {"ROCm": {"overhead_factor": 2.0}}, "engine": {"sglang": {"overhead_factor": 0.5}}})
 
@@ -70,6 +71,7 @@ def test_family_stack_and_engine_entries_resolve_by_hand():
     assert (mi300["compute"], mi300["memory"]) == (0.5, 0.4)
     assert mi300["step_overhead_s"] == pytest.approx(1e-3 * 2.0 * 0.5)          # ROCm × SGLang = 1
     assert mi300["allreduce_latency_s"] == 1e-5                                 # not a software-step cost
+    assert mi300["request_overhead_s"] == 0.05                                  # the serving path's, unfactored
     h100 = resolved(PROFILE, "NVIDIA", "Hopper", "vllm-v1")                      # no entries: the reference
     assert (h100["memory"], h100["sequence_overhead_s"]) == (0.7, 2e-5)
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("MI300X"), engine="sglang", profile=PROFILE)
@@ -103,6 +105,7 @@ moe_small_batch_penalty = 0.0
 moe_layer_overhead_s = 0.0
 moe_expert_efficiency = 1.0
 mla_attention = 1.0
+request_overhead_s = 0.0
 """
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from calculators.errors import InvalidInputError
-from calculators.perf.roofline import Roofline
+from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.planning.queueing import md1_mean_wait_s, mm1_mean_wait_s
 from calculators.sim.engine import simulate, simulate_split
 from calculators.sim.policies import SLO, ContinuousBatching, StaticBatching
@@ -41,7 +42,10 @@ ONE_SERVER = ContinuousBatching(max_num_seqs=1, max_num_batched_tokens=100_000)
 
 @pytest.fixture(scope="module")
 def roofline():
-    return Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"))
+    """The engine alone: the serving path's fixed latency outside the steps has its own test."""
+    gpu = get_gpu("H100")
+    return Roofline(get_model("meta-llama/Llama-3.1-8B"), gpu,
+                    efficiencies=replace(Efficiencies.fitted(gpu), request_overhead_s=0.0))
 
 
 def _little(res):
@@ -98,9 +102,22 @@ def test_no_contention_matches_the_performance_model(roofline):
     res = simulate(roofline, wl)
     r = res.requests
     assert (r["queue_wait_s"] == 0).all()
-    np.testing.assert_allclose(r["ttft_s"], float(roofline.prefill_time_s(512, 1)), rtol=0.01)
+    np.testing.assert_allclose(r["ttft_s"], float(roofline.prefill_time_s(512, 1)) + roofline.request_overhead_s,
+                               rtol=0.01)
     np.testing.assert_allclose(r["tpot_s"], float(roofline.decode_step_time_s(1, 512 + 64)), rtol=0.01)
     assert res.latency["itl"]["p50"] == pytest.approx(float(roofline.decode_step_time_s(1, 512 + 64)), rel=0.01)
+
+
+def test_request_overhead_adds_to_ttft_and_delays_the_next_closed_loop_request():
+    pm = ConstantStepModel(decode_s=0.010, prefill_s_per_token=1e-4, request_overhead_s=0.05)
+    res = simulate(pm, make_workload(ClosedLoop(1), 100, 50, num_requests=4, seed=0))
+    r = res.requests
+    # a 10 ms prefill step and 50 ms outside the engine; then 49 decode steps of 10 ms
+    np.testing.assert_allclose(r["ttft_s"], 0.060)
+    np.testing.assert_allclose(r["e2e_s"], 0.060 + 0.490)
+    # the user's next request reaches the engine 50 ms after the previous one finished there (0.50 s)
+    np.testing.assert_allclose(np.diff(r["arrival_s"]), 0.550)
+    assert (r["queue_wait_s"] == 0).all()
 
 
 # --------------------------------------------------------------------------- behaviour
