@@ -249,13 +249,16 @@ def _measured(f: pd.DataFrame) -> pd.DataFrame:
     """Measured TPOT and TTFT [s], output tokens/s per GPU, and the key each was read from; only what the
     row's load can state: a throughput ceiling (``offline_max``) its throughput; an open-loop run its TPOT,
     its TTFT unless saturated (then a queue over a finite run) and its throughput only if saturated (else
-    it is the offered rate × O, whatever the engine)."""
+    it is the offered rate × O, whatever the engine); a closed loop in lockstep (``extra.lockstep``: every
+    request the same lengths, so they start and finish in waves) its TPOT and throughput (a request's TTFT
+    then waits for its whole wave's prefill, which the steady-state closed loop does not state)."""
     tpot, tpot_key = _first_present(f, MEASURED_KEYS["tpot"])
     ttft, ttft_key = _first_present(f, MEASURED_KEYS["ttft"])
     tput, tput_key = _throughput(f)
     rate, sat = f["load"] == "request_rate", saturated(f)
     offline = f["load_mode"] == "offline_max"
-    drop_ttft = offline | (rate & (sat != False))  # noqa: E712  (NaN: not known to be unsaturated)
+    lockstep = (f["load"] == "concurrency") & f["lockstep"].eq(True)
+    drop_ttft = offline | lockstep | (rate & (sat != False))  # noqa: E712  (NaN: not known to be unsaturated)
     drop_tput = rate & (sat != True)  # noqa: E712  (NaN: not known to be saturated)
     drop_tpot = offline
     return pd.DataFrame({"measured_tpot_s": tpot.mask(drop_tpot) * 1e-3, "tpot_key": tpot_key.mask(drop_tpot),
@@ -281,10 +284,10 @@ def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
         f["catalog_gpu"] = f["gpu"].map(lambda g: GPUS.get(g, ("other", None))[1])
     if "gpu_family" not in f.columns:
         f["gpu_family"] = f["gpu"].map(lambda g: GPUS.get(g, ("other", None))[0])
-    for col in ("disaggregated", "spec_decoding", "kv_cache_dtype", "ep", "dp", "concurrency", "batch_size",
+    for col in ("disaggregated", "lockstep", "spec_decoding", "kv_cache_dtype", "ep", "dp", "concurrency", "batch_size",
                 "request_rate", "num_prompts"):
         if col not in f.columns:
-            f[col] = False if col == "disaggregated" else None
+            f[col] = False if col in ("disaggregated", "lockstep") else None
     f["model_id"] = f["model"].map({m: resolve_model(m) for m in f["model"].unique()})
     version = f["engine_version"] if "engine_version" in f.columns else pd.Series(None, index=f.index)
     f["engine_generation"] = [engine_generation(str(e), v) for e, v in zip(f["engine"], version, strict=True)]

@@ -305,8 +305,9 @@ class Measurement(BaseModel):
         derived = self.extra.get("derived_metrics", [])
         if not isinstance(derived, list) or not set(derived) <= set(self.metrics):
             raise InvalidInputError("extra.derived_metrics", derived, "a list of keys present in metrics")
-        if not isinstance(self.extra.get("disaggregated", False), bool):
-            raise InvalidInputError("extra.disaggregated", self.extra["disaggregated"], "true or false")
+        for flag in ("disaggregated", "lockstep"):
+            if not isinstance(self.extra.get(flag, False), bool):
+                raise InvalidInputError(f"extra.{flag}", self.extra[flag], "true or false")
         spec = self.extra.get("spec_decoding")
         if spec is not None and (not isinstance(spec, str) or spec.lower() in ("", "none")):
             raise InvalidInputError("extra.spec_decoding", spec, "the method's name (absent when none)")
@@ -402,6 +403,7 @@ def _record(m: Measurement) -> dict[str, Any]:
     row["catalog_gpu"] = GPUS[m.gpu][1]
     row["disaggregated"] = bool(m.extra.get("disaggregated", False))
     row["spec_decoding"] = m.extra.get("spec_decoding")
+    row["lockstep"] = bool(m.extra.get("lockstep", False))
     row["derived_metrics"] = ",".join(m.extra.get("derived_metrics", []))
     return row | dict(m.metrics)
 

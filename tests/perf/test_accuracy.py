@@ -27,6 +27,7 @@ from calculators.perf.accuracy import (
 from calculators.perf.coefficients import load_fit
 from calculators.perf.measurements import load_measurements
 from calculators.perf.roofline import Roofline
+from calculators.perf.serving import serving_metrics
 from calculators.specs.catalog import get_gpu, get_model
 
 BASE = {"source_id": "a", "engine": "vllm", "gpu": "H100 SXM 80GB", "gpu_count": 1, "model": "meta-llama/Llama-3.1-8B",
@@ -148,6 +149,29 @@ def test_open_loop_rows_compare_what_the_load_can_state():
     assert rows.loc[1, "measured_ttft_s"] == pytest.approx(0.090) and math.isnan(rows.loc[1, "measured_throughput"])
     assert math.isnan(rows.loc[2, "measured_ttft_s"]) and math.isnan(rows.loc[2, "measured_throughput"])
     assert rows["measured_tpot_s"].tolist() == pytest.approx([0.020] * 3)   # TPOT always
+
+
+def test_a_closed_loop_in_lockstep_compares_no_ttft():
+    # every request the same lengths: they start and finish in waves, each TTFT waiting for its wave's prefill
+    loop = {"ttft_median_ms": 900.0, "output_tok_s": 500.0}
+    rows = comparable_rows(_frame(loop | {"lockstep": True}, loop)).set_index("row_id")
+    assert math.isnan(rows.loc[0, "measured_ttft_s"]) and rows.loc[1, "measured_ttft_s"] == pytest.approx(0.9)
+    assert rows["measured_tpot_s"].tolist() == pytest.approx([0.020] * 2)
+    assert rows["measured_throughput"].tolist() == pytest.approx([500.0] * 2)
+
+
+def test_a_vllm_closed_loop_beyond_its_kv_pool_waits_for_slots(monkeypatch):
+    # 16 in flight, a pool of 4 sequences: 12 wait (16 − 4)/4 = 3 closed-loop cycles of 4 before their first token
+    monkeypatch.setattr("calculators.perf.accuracy._kv_limit", lambda *a: 4)
+    rows = comparable_rows(_frame({"ttft_median_ms": 900.0}, {"ttft_median_ms": 900.0, "engine": "sglang"}))
+    p = predict(rows).set_index(["row_id", "metric"])["predicted"]
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
+    four = serving_metrics(r, 4, 1000, 200)
+    assert p[(0, "ttft")] == pytest.approx(float(four["ttft_s"] + 3 * four["e2e_latency_s"]), rel=1e-9)
+    assert p[(0, "tpot")] == pytest.approx(float(four["tpot_s"]), rel=1e-9)
+    sglang = serving_metrics(Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), engine="sglang"),
+                             16, 1000, 200)  # no cap: SGLang's pool is not vLLM's
+    assert p[(1, "ttft")] == pytest.approx(float(sglang["ttft_s"]), rel=1e-9)
 
 
 def test_offline_ceiling_batch_is_the_fewest_of_kv_engine_and_prompts(monkeypatch):

@@ -105,6 +105,7 @@ def test_held_out_url_is_refused(url):
     ({"source_url": "https://github.com/dstackai/benchmarks/blob/main/x.csv"}, r"source_url: .*40-hex commit"),
     ({"source_id": "inferencex"}, r"source_id: got 'inferencex'"),
     ({"extra": {"derived_metrics": ["output_tok_s_per_gpu"]}}, r"extra\.derived_metrics"),
+    ({"extra": {"lockstep": "yes"}}, r"extra\.lockstep: got 'yes'; true or false"),
     ({"colour": "red"}, r"colour: .*extra inputs"),
 ])
 def test_bad_rows_are_refused_naming_file_row_and_field(changes, field):
@@ -134,6 +135,10 @@ def test_flags_and_derived_metrics_are_consistent():
     rows = load_measurements()
     assert sum(bool(m.extra.get("disaggregated")) for m in rows) > 500
     assert sum(m.extra.get("spec_decoding") == "mtp" for m in rows) > 300
+    lockstep = [m for m in rows if m.extra.get("lockstep")]  # fixed lengths stated in the notes
+    assert lockstep and all(m.load_mode == "concurrency" and ("random_range_ratio=1" in (m.notes or "")
+                                                               or "generated-shared-prefix" in (m.notes or ""))
+                            for m in lockstep)
     mlperf = [m for m in rows if m.source_id == "mlperf_inference_v5.1"]
     assert mlperf and all(m.input_len is None and m.output_len is None for m in mlperf)
     assert all(m.extra["derived_metrics"] == ["output_tok_s_per_gpu"] for m in mlperf
