@@ -12,7 +12,7 @@ For requests of ``I`` input and ``O`` output tokens (docs/performance-model.md �
   ``max_num_batched_tokens − N``; what does not fit runs as prefill-only steps. TPOT = that cycle ÷ O.
   TTFT = the rest of the step in flight when the other ``N − 1`` keep the replica busy (TPOT/2), then
   the arriving prompt's chunks, each a step fused with the others' decodes.
-- **beyond the running cap** (closed loop, ``max_running`` = ``M < N``): the ``N − M`` others wait
+- **beyond the running cap** (closed loop, ``max_running`` = ``M < N``): the others wait for a slot, about
   ``(N − M)/M`` end-to-end latencies of the closed loop of ``M`` (Little's law), in TTFT.
 - **open loop** at ``λ`` requests/s (Poisson; ``--request-rate``): the same at the mean concurrency
   ``N = λ·end-to-end(N)`` (Little's law), found by bisection; an arrival finds the replica busy with
@@ -106,9 +106,10 @@ def serving_metrics(pm: PerformanceModel, concurrency: ArrayLike, input_len: Arr
     requests in flight, broadcast.
 
     At most ``max_running`` of them run (``max_num_seqs``, or the sequences the KV cache holds); the other
-    ``N − M`` wait for a slot. The ``M`` running ones cycle as a closed loop of ``M`` (end-to-end ``R``), so the
-    replica completes ``X = M/R`` requests/s, and by Little's law (``N = X·(W + R)``) each request first waits
-    ``W = (N − M)/M · R`` in the queue (``queue_wait_s``), which adds to its TTFT and end-to-end latency.
+    ``N − M`` wait for a slot. The ``M`` running ones cycle as a closed loop of ``M`` (end-to-end ``R``, of which
+    ``R − request_overhead_s`` holds a slot), so the replica completes ``X = M/(R − overhead)`` requests/s, and
+    by Little's law (``N = X·(W + R)``) each request first waits ``W = N·(R − overhead)/M − R`` (at least 0) in
+    the queue (``queue_wait_s``), which adds to its TTFT and end-to-end latency.
     """
     n = np.asarray(positive("concurrency", concurrency), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
@@ -117,7 +118,8 @@ def serving_metrics(pm: PerformanceModel, concurrency: ArrayLike, input_len: Arr
         raise InvalidInputError("max_running", cap.tolist(), "at least 1 sequence (inf: no cap)")
     running = np.minimum(n, np.floor(cap))
     m = _steady(pm, running, i, o, open_loop=False)
-    wait = (n - running) / running * m["e2e_latency_s"]
+    engine_s = m["e2e_latency_s"] - pm.request_overhead_s  # the part of a cycle that holds a slot
+    wait = np.maximum(n * engine_s / running - m["e2e_latency_s"], 0.0)
     m = {**m, "ttft_s": m["ttft_s"] + wait, "e2e_latency_s": m["e2e_latency_s"] + wait, "queue_wait_s": wait}
     return _with_throughput(pm, m, n / m["e2e_latency_s"], o)
 

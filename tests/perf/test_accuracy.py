@@ -161,13 +161,15 @@ def test_a_closed_loop_in_lockstep_compares_no_ttft():
 
 
 def test_a_vllm_closed_loop_beyond_its_kv_pool_waits_for_slots(monkeypatch):
-    # 16 in flight, a pool of 4 sequences: 12 wait (16 − 4)/4 = 3 closed-loop cycles of 4 before their first token
+    # 16 in flight, a pool of 4 sequences: each waits 16 (R − r)/4 − R before its first token (R: the closed loop
+    # of 4's cycle, r: the request overhead, which holds no slot)
     monkeypatch.setattr("calculators.perf.accuracy._kv_limit", lambda *a: 4)
     rows = comparable_rows(_frame({"ttft_median_ms": 900.0}, {"ttft_median_ms": 900.0, "engine": "sglang"}))
     p = predict(rows).set_index(["row_id", "metric"])["predicted"]
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
     four = serving_metrics(r, 4, 1000, 200)
-    assert p[(0, "ttft")] == pytest.approx(float(four["ttft_s"] + 3 * four["e2e_latency_s"]), rel=1e-9)
+    cycle, over = float(four["e2e_latency_s"]), r.request_overhead_s
+    assert p[(0, "ttft")] == pytest.approx(float(four["ttft_s"]) + 16 * (cycle - over) / 4 - cycle, rel=1e-9)
     assert p[(0, "tpot")] == pytest.approx(float(four["tpot_s"]), rel=1e-9)
     sglang = serving_metrics(Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), engine="sglang"),
                              16, 1000, 200)  # no cap: SGLang's pool is not vLLM's

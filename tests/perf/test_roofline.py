@@ -176,9 +176,10 @@ def test_perf_concurrency_beyond_the_kv_cache_waits_for_a_slot():
     doc = perf_document(r, input_len=2000, output_len=500, concurrency=200)
     m = doc["kv_batch_limit"]
     assert 1 < m < 200 and doc["batch_size"] == m
-    # the M that fit cycle in R = TTFT₀ + 499 · TPOT; the other 200 − M wait (200 − M)/M · R (Little's law)
-    r_cycle = doc["e2e_latency_s"] - doc["queue_wait_s"]
-    assert doc["queue_wait_s"] == pytest.approx((200 - m) / m * r_cycle)
-    assert doc["requests_per_s"] == pytest.approx(m / r_cycle)
+    # the M that fit cycle in R = TTFT₀ + 499 · TPOT, of which R − r holds a slot (r: the request overhead), so
+    # the replica serves M/(R − r) requests/s and each of the 200 waits W = 200 (R − r)/M − R (Little's law)
+    r_cycle, over = doc["e2e_latency_s"] - doc["queue_wait_s"], doc["request_overhead_s"]
+    assert doc["queue_wait_s"] == pytest.approx(200 * (r_cycle - over) / m - r_cycle)
+    assert doc["requests_per_s"] == pytest.approx(m / (r_cycle - over))
     assert "wait" in doc["warning"] and f"holds {m} sequences" in doc["warning"]
     assert perf_document(r, input_len=2000, output_len=500, concurrency=4)["queue_wait_s"] == 0.0

@@ -61,6 +61,15 @@ def test_closed_loop_beyond_the_running_cap_waits_for_a_slot():
     assert float(serving_metrics(PM, 8, 100, 50, max_running=8)["queue_wait_s"]) == 0.0
 
 
+def test_the_request_overhead_holds_no_slot_while_requests_wait_for_one():
+    pm = ConstantStepModel(decode_s=0.010, prefill_s_per_token=1e-4, request_overhead_s=0.05)
+    # R = 75.8 + 49 × 11.6 = 644.2 ms, of which 594.2 ms hold a slot: 8 slots serve 8/0.5942 requests/s, so
+    # 24 users wait W = 24 × 0.5942/8 − 0.6442 = 1.1384 s, and 9 users 24.3 ms; 8.5 users never wait
+    m = serving_metrics(pm, [24, 9, 8.5], 100, 50, max_running=8)
+    np.testing.assert_allclose(m["queue_wait_s"], [1.1384, 0.024275, 0.0], atol=1e-9)
+    np.testing.assert_allclose(m["requests_per_s"][:2], 8 / 0.5942, rtol=1e-9)
+
+
 def test_the_request_overhead_adds_to_ttft_and_end_to_end_of_served_requests():
     pm = ConstantStepModel(decode_s=0.010, prefill_s_per_token=1e-4, request_overhead_s=0.05)
     closed = serving_metrics(pm, 8, 100, 50)
