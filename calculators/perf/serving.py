@@ -49,6 +49,12 @@ def _lengths(input_len: ArrayLike, output_len: ArrayLike) -> tuple[np.ndarray, n
             np.asarray(positive("output_len", output_len), dtype=np.float64))
 
 
+def slot_time_s(pm: PerformanceModel, e2e_latency_s: ArrayLike) -> np.ndarray:
+    """The part of a served request's end-to-end latency that holds an engine slot [s]: all of it but the
+    ``request_overhead_s`` spent outside the engine's steps (docs/performance-model.md §2)."""
+    return np.asarray(e2e_latency_s, dtype=np.float64) - pm.request_overhead_s
+
+
 def closed_loop_tpot_s(pm: PerformanceModel, concurrency: ArrayLike, input_len: ArrayLike,
                        output_len: ArrayLike) -> np.ndarray:
     """Time per output token with ``N`` requests in flight, arriving prompts mixed into the steps [s].
@@ -118,7 +124,7 @@ def serving_metrics(pm: PerformanceModel, concurrency: ArrayLike, input_len: Arr
         raise InvalidInputError("max_running", cap.tolist(), "at least 1 sequence (inf: no cap)")
     running = np.minimum(n, np.floor(cap))
     m = _steady(pm, running, i, o, open_loop=False)
-    engine_s = m["e2e_latency_s"] - pm.request_overhead_s  # the part of a cycle that holds a slot
+    engine_s = slot_time_s(pm, m["e2e_latency_s"])
     wait = np.maximum(n * engine_s / running - m["e2e_latency_s"], 0.0)
     m = {**m, "ttft_s": m["ttft_s"] + wait, "e2e_latency_s": m["e2e_latency_s"] + wait, "queue_wait_s": wait}
     return _with_throughput(pm, m, n / m["e2e_latency_s"], o)
@@ -130,7 +136,7 @@ def slot_view(pm: PerformanceModel, m: dict[str, np.ndarray], batch: ArrayLike,
     slot for its end-to-end latency less the serving path's ``request_overhead_s`` outside the engine's steps
     (``slot_time_s``, the queue's service time [s]), so the replica serves ``batch / slot_time_s`` requests/s
     (docs/performance-model.md §2)."""
-    slot = m["e2e_latency_s"] - pm.request_overhead_s
+    slot = slot_time_s(pm, m["e2e_latency_s"])
     rps = np.asarray(batch, dtype=np.float64) / slot
     return {**m, "slot_time_s": slot, "requests_per_s": rps, "output_tokens_per_s": rps * output_len,
             "output_tokens_per_s_per_gpu": rps * output_len / pm.num_gpus}
@@ -166,12 +172,12 @@ def open_loop_metrics(pm: PerformanceModel, request_rate_per_s: ArrayLike, input
     lo, hi = np.zeros(shape), np.full(shape, cap)
     for _ in range(OPEN_LOOP_BISECTION_STEPS):
         mid = (lo + hi) / 2
-        engine_s = _steady(pm, np.maximum(mid, 1e-9), i, o, open_loop=True)["e2e_latency_s"] - pm.request_overhead_s
+        engine_s = slot_time_s(pm, _steady(pm, np.maximum(mid, 1e-9), i, o, open_loop=True)["e2e_latency_s"])
         short = lam * engine_s > mid
         lo, hi = np.where(short, mid, lo), np.where(short, hi, mid)
     n = np.maximum(hi, 1e-9)
     m = _steady(pm, n, i, o, open_loop=True)
-    engine_s = m["e2e_latency_s"] - pm.request_overhead_s
+    engine_s = slot_time_s(pm, m["e2e_latency_s"])
     overloaded = lam * engine_s > n * (1 + 1e-9)
     m["ttft_s"] = np.where(overloaded, np.inf, m["ttft_s"])
     out = _with_throughput(pm, m, n / engine_s, o)
