@@ -77,6 +77,8 @@ def case_model(case: dict):
 def case_flags(case: dict, kv_cache_memory_bytes: int | None = None) -> dict:
     """``vllm_capacity`` keyword arguments for a case (None settings are left to the product's defaults)."""
     q = case["quantization"]
+    if q == "gguf":  # vLLM's flag; the file type comes from the file (its name in the command)
+        q = f"gguf-{case['model_config']['gguf_file_type']}"
     flags = {
         "tensor_parallel_size": case["tensor_parallel_size"],
         "pipeline_parallel_size": case["pipeline_parallel_size"],

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
+from calculators.memory import gguf
 from calculators.memory.kv_cache import check_tensor_parallel, dtype_bytes, kv_heads_per_rank, pp_layer_partition
 from calculators.specs.schema import ModelSpec
 from calculators.validation import positive_int
@@ -33,8 +34,9 @@ BNB_4BIT_BLOCK, BNB_NESTED_BLOCK = 64, 256
 #: Bytes per weight of each format, excluding per-group scales (added in :func:`linear_bytes`).
 #: ``bitsandbytes`` is vLLM's ``--quantization bitsandbytes`` (4-bit NF4/FP4; in-flight quantisation of an
 #: unquantised checkpoint is 4-bit NF4 too); ``bitsandbytes-8bit`` a checkpoint saved with ``load_in_8bit``.
+#: ``gguf-<file type>`` (``gguf-q4_k_m`` …) is a llama.cpp GGUF file, sized tensor by tensor in :mod:`gguf`.
 QUANTIZATIONS = ("none", "fp8", "int8", "awq", "gptq", "awq-int8", "gptq-int8", "mxfp4", "mxfp4-moe", "nvfp4",
-                 "bitsandbytes", "bitsandbytes-8bit")
+                 "bitsandbytes", "bitsandbytes-8bit", *gguf.QUANTIZATIONS)
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,8 @@ class Linear:
     """One linear layer of a decoder block: ``count`` matrices of ``in_features × out_features``.
 
     ``split`` says how TP shards it: ``"tp"`` (column/row parallel), ``"kv"`` (K/V heads,
-    replicated past ``H_kv``), ``"none"`` (replicated) or ``"experts"`` (TP or EP).
+    replicated past ``H_kv``), ``"none"`` (replicated) or ``"experts"`` (TP or EP). ``role`` names the
+    projection where a format treats projections differently (GGUF: ``v`` and ``down``).
     """
 
     in_features: int
@@ -51,6 +54,7 @@ class Linear:
     split: str
     quantized: bool
     bias: bool = False
+    role: str = ""
 
 
 def _attention(m: ModelSpec) -> list[Linear]:
@@ -64,14 +68,16 @@ def _attention(m: ModelSpec) -> list[Linear]:
                     Linear(mla.kv_lora_rank, H * (mla.qk_nope_head_dim + mla.v_head_dim), 1, "tp", True),
                     Linear(H * mla.v_head_dim, h, 1, "tp", True)]
     kv = m.num_key_value_heads * d
-    return [Linear(h, H * d, 1, "tp", True, m.attention_bias), Linear(h, kv, 2, "kv", True, m.attention_bias),
-            Linear(H * d, h, 1, "tp", True, m.attention_bias and m.architecture.startswith("GptOss"))]
+    return [Linear(h, H * d, 1, "tp", True, m.attention_bias, "q"), Linear(h, kv, 1, "kv", True, m.attention_bias, "k"),
+            Linear(h, kv, 1, "kv", True, m.attention_bias, "v"),
+            Linear(H * d, h, 1, "tp", True, m.attention_bias and m.architecture.startswith("GptOss"), "o")]
 
 
 def _ffn(m: ModelSpec, layer: int) -> list[Linear]:
     h, mats = m.hidden_size, 3 if m.gated_mlp else 2
     if layer not in m.moe_layers:
-        return [Linear(h, m.intermediate_size, mats, "tp", True)]
+        return [Linear(h, m.intermediate_size, mats - 1, "tp", True, role="gate_up"),
+                Linear(m.intermediate_size, h, 1, "tp", True, role="down")]
     bias = m.architecture.startswith("GptOss")
     out = [Linear(h, m.num_experts, 1, "none", False, bias),
            Linear(h, m.moe_intermediate_size, mats * m.num_experts, "experts", True, bias)]
@@ -169,8 +175,13 @@ def resolve_quantization(model: ModelSpec, quantization: str | None) -> str:
         q = "mxfp4-moe"
     if q == "bitsandbytes" and model.quantization == "bitsandbytes-8bit":
         q = "bitsandbytes-8bit"
+    if q == "gguf":
+        raise InvalidInputError("quantization", quantization, "a GGUF file type, as in the file's name: "
+                                f"one of {', '.join(gguf.QUANTIZATIONS)}")
     if q not in QUANTIZATIONS:
         raise InvalidInputError("quantization", quantization, f"one of {', '.join(QUANTIZATIONS)}")
+    if q.startswith("gguf-"):
+        gguf.check_supported(model, q)
     return q
 
 
@@ -187,9 +198,11 @@ def stage_linear_sums(model: ModelSpec, quantization: str, act_bytes: int, first
     """
     sums = {k: [0.0, 0.0] for k in SPLITS}
     group = model.quantization_group_size or QUANT_GROUP
+    ftype = gguf.file_type(quantization) if quantization.startswith("gguf-") else None
     for layer in range(first, first + count):
         for lin in decoder_layer(model, layer):
-            sums[lin.split][0] += linear_bytes(lin, quantization, act_bytes, group)
+            sums[lin.split][0] += (linear_bytes(lin, quantization, act_bytes, group) if ftype is None else
+                                   gguf.linear_bytes(lin, ftype, layer, model.num_hidden_layers, act_bytes))
             sums[lin.split][1] += lin.count * lin.in_features * lin.out_features
     return {k: (v[0], v[1]) for k, v in sums.items()}
 
@@ -214,8 +227,7 @@ def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike 
           else np.asarray(positive_int("expert_parallel_size", expert_parallel_size)))
     q = resolve_quantization(model, quantization)
     s = dtype_bytes(model.torch_dtype if dtype == "auto" else dtype)
-    vocab_rank = np.ceil(np.ceil(model.vocab_size / VOCAB_PADDING) * VOCAB_PADDING / tp)
-    embed = vocab_rank * model.hidden_size * s
+    embed, lm_head = _embedding_bytes(model, q, s, tp)
     h = model.hidden_size
     norms_per_layer = 2 * h * (2 if model.norm_bias else 1) + (model.kv_lora_rank or 0) + (model.q_lora_rank or 0)
     rope = model.rope_cache_positions * model.rotary_dim * s
@@ -229,10 +241,24 @@ def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike 
         if i == 0:
             total = total + embed + model.encoder_params * s / tp
         if i == len(parts) - 1:
-            total = total + h * s + (embed if (not model.tie_word_embeddings or len(parts) > 1) else 0)
+            total = total + h * s + (lm_head if (not model.tie_word_embeddings or len(parts) > 1) else 0)
         stages.append(total)
         first += n
     return np.stack(stages)
+
+
+def _embedding_bytes(model: ModelSpec, quantization: str, act_bytes: int,
+                     tp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(token embedding, LM head) bytes on one GPU: the vocabulary padded to 64 and split by TP in the
+    activation dtype; a GGUF file's stored blocks, as vLLM keeps them (:func:`gguf.embedding_block_types`)."""
+    if not quantization.startswith("gguf-"):
+        vocab_rank = np.ceil(np.ceil(model.vocab_size / VOCAB_PADDING) * VOCAB_PADDING / tp)
+        embed = vocab_rank * model.hidden_size * act_bytes
+        return embed, embed
+    rows = np.ceil(model.vocab_size / tp)
+    token, output = gguf.embedding_block_types(gguf.file_type(quantization), model.tie_word_embeddings)
+    return (gguf.matrix_bytes(token, 1, model.hidden_size) * rows,
+            gguf.matrix_bytes(output, 1, model.hidden_size) * rows)
 
 
 def weight_bytes_per_gpu(model: ModelSpec, **kw) -> np.ndarray:

@@ -127,10 +127,10 @@ def _shipped_sets() -> frozenset[Efficiencies]:
 
 def compute_dtype(gpu: GPUSpec, quantization: str, model_dtype: str) -> str:
     """The tensor-core dtype the matmuls run in: fp8/int8 weights-and-activations use their own
-    rate, FP4 formats use fp4 where the GPU has it, weight-only int4 dequantises to fp16."""
+    rate, FP4 formats use fp4 where the GPU has it, weight-only int4 and GGUF dequantise to fp16."""
     want = {"fp8": "fp8", "int8": "int8", "nvfp4": "fp4", "mxfp4": "fp4", "mxfp4-moe": "bf16",
             "awq": "fp16", "gptq": "fp16", "awq-int8": "fp16", "gptq-int8": "fp16"}.get(
-        quantization, "fp16" if model_dtype == "float16" else "bf16")
+        quantization, "fp16" if model_dtype == "float16" or quantization.startswith("gguf-") else "bf16")
     for dtype in (want, "bf16", "fp16"):
         if dtype in gpu.peak_flop_per_s:
             return dtype

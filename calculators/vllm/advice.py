@@ -87,9 +87,16 @@ def recommend_max_num_seqs(kv_max_num_seqs: int, slo_batch: int | None, knee_bat
 
 
 def vllm_serve_command(model_id: str, result: CapacityResult, max_num_seqs: int | None = None) -> str:
-    """The ``vllm serve`` line for these settings (flags only where they differ from defaults)."""
+    """The ``vllm serve`` line for these settings (flags only where they differ from defaults).
+
+    A GGUF file is served by its path with the original model's tokenizer, as vLLM's GGUF guide shows
+    (https://docs.vllm.ai/en/v0.8.2/features/quantization/gguf.html); the file name here is a placeholder.
+    """
     s = result.settings
     parts = [f"vllm serve {model_id}"]
+    if s.quantization.startswith("gguf-"):
+        ftype = s.quantization.removeprefix("gguf-").upper()
+        parts = [f"vllm serve ./{model_id.rsplit('/', 1)[-1]}-{ftype}.gguf --tokenizer {model_id}"]
     if s.tensor_parallel_size > 1:
         parts.append(f"--tensor-parallel-size {s.tensor_parallel_size}")
     if s.pipeline_parallel_size > 1:

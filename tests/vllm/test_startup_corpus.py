@@ -40,7 +40,6 @@ HELD_OUT_CASE_IDS = {"C01", "C11"}
 
 #: Cases whose printed token count the product cannot reproduce from the printed KV memory.
 XFAIL = {
-    "V0-12": "the product does not model --quantization gguf (it rejects the flag)",
     "V1-21": "only Worker_TP0 logs 'Available KV cache memory' (37.23 GiB); the engine sizes the cache by the "
              "smaller TP worker, whose figure (<= 37.224 GiB for 813,152 tokens) is not in the log",
 }
