@@ -60,15 +60,16 @@ def test_the_peak_is_the_encoder_or_the_text_pass_beside_the_kept_outputs():
     with_encoder, text_only = activation_peak(GEMMA3, encoder=e, **kw), activation_peak(GEMMA3, **kw)
     base = COEFFICIENTS.activation_base_bytes.value
     assert with_encoder.value == pytest.approx(base + e.pass_bytes)  # 2.0 GiB of SigLIP beats 0.53 GiB of text
-    # without the tower the sampler over 256 requests would bind: 256 × 262,208 × 34 B = 2.13 GiB
-    assert text_only.value == pytest.approx(base + 256 * 262_208 * 34)
+    # without the tower the sampler over 256 requests would bind: 256 × 262,208 entries × the sort's bytes (2.5 GiB)
+    assert text_only.value == pytest.approx(256 * 262_208 * COEFFICIENTS.sampler_bytes["v0_sort"].value)
     assert "vision encoder first" in with_encoder.basis
 
 
 def test_capacity_counts_the_tower_and_names_an_unmodelled_one():
     r = vllm_capacity(GEMMA3, gpu=get_gpu("A10"), vllm_version="0.8.3", engine="V0", max_model_len=4096)
     assert "vision encoder first" in r.binding.activation.basis
-    assert r.binding.activation.value / GiB == pytest.approx(0.25 + 2.0, abs=0.01)
+    assert r.binding.activation.value / GiB == pytest.approx(COEFFICIENTS.activation_base_bytes.value / GiB + 2.0,
+                                                             abs=0.01)
     assert any("4,096 patches" in n for n in r.notes)
     # a tower whose family has no rule: counted in the weights, named as not profiled
     blind = GEMMA3.model_copy(update={"vision_encoder": None})
