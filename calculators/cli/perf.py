@@ -8,7 +8,7 @@ from calculators.cli.flags import add_perf, roofline
 from calculators.report.perf import knee_document, perf_document
 from calculators.validation import positive_int
 
-LOADS = {"static_batch": "static batch of {batch_size}", "concurrency": "{concurrency:g} requests in flight",
+LOADS = {"static_batch": "static batch of {concurrency:g}", "concurrency": "{concurrency:g} requests in flight",
          "request_rate": "{request_rate:g} requests/s (mean {concurrency:.1f} in flight)"}
 
 

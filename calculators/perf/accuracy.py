@@ -430,22 +430,24 @@ def _load_metrics(pm: Roofline, rows: pd.DataFrame, engine: str) -> dict[str, np
     closed loop at ``batch`` with at most the engine's largest batch running, and for vLLM at most the sequences
     its KV pool holds (:func:`ceiling_batch`; the rest wait for a slot — other engines size their pools by memory
     fractions the rows do not state), a ceiling at :func:`ceiling_batch`, a static batch of ``batch`` (TTFT = the
-    prefill of all its prompts), or open loop at the row's ``request_rate`` with at most the ceiling's batch
-    in flight."""
+    prefill of all its prompts; for vLLM in waves of the same slots), or open loop at the row's ``request_rate``
+    with at most the ceiling's batch in flight."""
     load = rows["load"].to_numpy()
     i, o = rows["input_len"].to_numpy(float), rows["output_len"].to_numpy(float)
     b = rows["batch"].to_numpy(float).copy()
     ceiling, closed = load == "offline_max", load == "concurrency"
     if ceiling.any():
         b[ceiling] = ceiling_batch(pm, engine, i[ceiling], o[ceiling], rows["num_prompts"].to_numpy(float)[ceiling])
+    static, rate = load == "static_batch", load == "request_rate"
     slots = np.full(len(b), float(ENGINE_MAX_BATCH.get(engine, np.inf)))
-    if closed.any() and engine.startswith("vllm"):
-        slots[closed] = ceiling_batch(pm, engine, i[closed], o[closed], np.full(int(closed.sum()), np.inf))
+    capped = closed | static
+    if capped.any() and engine.startswith("vllm"):
+        slots[capped] = ceiling_batch(pm, engine, i[capped], o[capped], np.full(int(capped.sum()), np.inf))
     sm = serving.serving_metrics(pm, np.nan_to_num(b, nan=1.0), i, o, max_running=slots)
     out = {k: np.array(sm[k], dtype=float) for k in _KEYS}
-    static, rate = load == "static_batch", load == "request_rate"
     if static.any():
-        _put(out, serving.static_batch_metrics(pm, b[static], i[static], o[static]), static)
+        _put(out, serving.static_batch_metrics(pm, b[static], i[static], o[static], max_running=slots[static]),
+             static)
     if rate.any():
         part = _open_loop(pm, rows["request_rate"].to_numpy(float)[rate], i[rate], o[rate], engine)
         _put(out, part, rate)

@@ -5,7 +5,7 @@ For requests of ``I`` input and ``O`` output tokens (docs/performance-model.md �
 - **static batch** of ``B`` prompts that start together (``llmcap perf --batch-size``): the batch is
   prefilled, then decoded; TTFT = prefill of all ``B`` prompts (the last request's first token),
   TPOT = decode step at the mean context ``I + O/2``, end-to-end = TTFT + (O − 1)·TPOT, and
-  output tokens/s = B·O / end-to-end.
+  output tokens/s = B·O / end-to-end. A batch larger than the running cap runs in waves of the cap.
 - **closed loop** of ``N`` concurrent requests (continuous batching, steady state; ``--concurrency``,
   what a benchmark at concurrency ``N`` measures): a request lives ``O`` steps, so ``N·I/O`` prompt
   tokens of arriving requests join every decode step (chunked prefill, vLLM V1), up to the token budget
@@ -142,18 +142,41 @@ def slot_view(pm: PerformanceModel, m: dict[str, np.ndarray], batch: ArrayLike,
             "output_tokens_per_s_per_gpu": rps * output_len / pm.num_gpus}
 
 
-def static_batch_metrics(pm: PerformanceModel, batch_size: ArrayLike, input_len: ArrayLike,
-                         output_len: ArrayLike) -> dict[str, np.ndarray]:
-    """A static batch of ``B`` prompts started together: the whole batch's prefill, then its decode [s]. An
-    offline run inside the engine (as ``vllm bench latency`` or ``trtllm-bench`` measure it): no API server, so
-    no ``request_overhead_s``."""
-    b = np.asarray(positive("batch_size", batch_size), dtype=np.float64)
-    i, o = _lengths(input_len, output_len)
+def _batch_pass(pm: PerformanceModel, b: np.ndarray, i: np.ndarray, o: np.ndarray) -> dict[str, np.ndarray]:
+    """One batch of ``b`` prompts started together: its prefill [s], decode step [s] and time to finish [s]."""
     prefill = pm.prefill_time_s(i, b)
     tpot = pm.decode_step_time_s(b, i + o / 2)
-    m = {"prefill_s": prefill, "ttft_s": prefill, "tpot_s": tpot, "decode_step_s": tpot,
-         "e2e_latency_s": prefill + (o - 1) * tpot, "queue_wait_s": np.zeros_like(prefill)}
-    return _with_throughput(pm, m, b / m["e2e_latency_s"], o)
+    return {"prefill_s": prefill, "tpot_s": tpot, "wave_s": prefill + (o - 1) * tpot}
+
+
+def static_batch_metrics(pm: PerformanceModel, batch_size: ArrayLike, input_len: ArrayLike,
+                         output_len: ArrayLike, *, max_running: ArrayLike = np.inf) -> dict[str, np.ndarray]:
+    """A static batch of ``B`` prompts started together: the whole batch's prefill, then its decode [s]. An
+    offline run inside the engine (as ``vllm bench latency`` or ``trtllm-bench`` measure it): no API server, so
+    no ``request_overhead_s``.
+
+    At most ``max_running`` = ``M`` sequences run (``max_num_seqs``, or what the KV cache holds): the batch then
+    runs in waves of ``M`` (requests of equal lengths finish together, and the next ``M`` start), the last one of
+    the ``B − (w − 1)·M`` left. TTFT, end-to-end latency, TPOT and the wait for a wave (``queue_wait_s``) are
+    means over the ``B`` requests; throughput is ``B·O`` over the time of all waves.
+    """
+    b = np.asarray(positive("batch_size", batch_size), dtype=np.float64)
+    i, o = _lengths(input_len, output_len)
+    cap = np.asarray(max_running, dtype=np.float64)
+    if not np.all(cap >= 1):
+        raise InvalidInputError("max_running", cap.tolist(), "at least 1 sequence (inf: no cap)")
+    m = np.minimum(b, np.floor(cap))
+    full = np.ceil(b / m) - 1  # waves of m before the last
+    last = b - full * m
+    wave, tail = _batch_pass(pm, m, i, o), _batch_pass(pm, last, i, o)
+    waited = (m * wave["wave_s"] * full * (full - 1) / 2 + last * full * wave["wave_s"]) / b
+    share = last / b  # of the requests in the last wave
+    prefill = (1 - share) * wave["prefill_s"] + share * tail["prefill_s"]
+    tpot = (1 - share) * wave["tpot_s"] + share * tail["tpot_s"]
+    ttft = waited + prefill
+    out = {"prefill_s": prefill, "ttft_s": ttft, "tpot_s": tpot, "decode_step_s": tpot,
+           "e2e_latency_s": waited + (1 - share) * wave["wave_s"] + share * tail["wave_s"], "queue_wait_s": waited}
+    return _with_throughput(pm, out, b / (full * wave["wave_s"] + tail["wave_s"]), o)
 
 
 def open_loop_metrics(pm: PerformanceModel, request_rate_per_s: ArrayLike, input_len: ArrayLike,

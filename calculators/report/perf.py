@@ -38,7 +38,7 @@ def _load(r: Roofline, input_len: int, output_len: int, batch_size: int | None, 
                                 "exactly one of --batch-size, --concurrency or --request-rate")
     (mode, value), = given.items()
     if mode == "static_batch":
-        m = static_batch_metrics(r, value, input_len, output_len)
+        m = static_batch_metrics(r, value, input_len, output_len, max_running=slots)
     elif mode == "concurrency":
         m = serving_metrics(r, value, input_len, output_len, max_running=slots)
     else:
@@ -57,7 +57,7 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
     mode, value, m = _load(r, input_len, output_len, batch_size, concurrency, request_rate, max_num_seqs, slots)
     in_flight = m.pop("concurrency", value)
     overloaded = bool(m.pop("overloaded", False))
-    running = min(in_flight, slots) if mode == "concurrency" else in_flight
+    running = min(in_flight, slots) if mode in ("concurrency", "static_batch") else in_flight
     batch = max(1, round(running))  # sequences in a step, whole
     terms = r.decode_breakdown(running, input_len + output_len / 2)
     cross = float(np.ravel(crossover_batch_size(r, input_len + output_len / 2))[0])
@@ -79,11 +79,15 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
         "kv_batch_limit": limit,
         "efficiencies": {"compute": r.efficiencies.compute, "memory": r.efficiencies.memory},
     }
+    why = (f"the KV cache holds {limit} sequences of {input_len + output_len} tokens" if limit <= max_num_seqs
+           else f"max_num_seqs {max_num_seqs}")
     if mode == "concurrency" and in_flight > slots:
-        why = (f"the KV cache holds {limit} sequences of {input_len + output_len} tokens" if limit <= max_num_seqs
-               else f"max_num_seqs {max_num_seqs}")
         doc["warning"] = (f"{in_flight:g} requests in flight but at most {slots} run at once ({why}): the others "
                           f"wait {m['queue_wait_s'] * 1e3:,.0f} ms on average for a slot, and TTFT includes it")
+    elif mode == "static_batch" and in_flight > slots:
+        doc["warning"] = (f"a batch of {in_flight:g} but at most {slots} run at once ({why}): it runs in "
+                          f"{math.ceil(in_flight / slots)} waves, a request waits {m['queue_wait_s'] * 1e3:,.0f} ms on "
+                          f"average for its wave, and TTFT includes it")
     elif batch > limit:
         doc["warning"] = f"batch {batch} exceeds the KV cache: at most {limit} sequences of " \
                          f"{input_len + output_len} tokens fit"

@@ -27,7 +27,7 @@ from calculators.perf.accuracy import (
 from calculators.perf.coefficients import load_fit
 from calculators.perf.measurements import load_measurements
 from calculators.perf.roofline import Roofline
-from calculators.perf.serving import serving_metrics
+from calculators.perf.serving import serving_metrics, static_batch_metrics
 from calculators.specs.catalog import get_gpu, get_model
 
 BASE = {"source_id": "a", "engine": "vllm", "gpu": "H100 SXM 80GB", "gpu_count": 1, "model": "meta-llama/Llama-3.1-8B",
@@ -174,6 +174,22 @@ def test_a_vllm_closed_loop_beyond_its_kv_pool_waits_for_slots(monkeypatch):
     sglang = serving_metrics(Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), engine="sglang"),
                              16, 1000, 200)  # no cap: SGLang's pool is not vLLM's
     assert p[(1, "ttft")] == pytest.approx(float(sglang["ttft_s"]), rel=1e-9)
+
+
+def test_a_vllm_static_batch_beyond_its_kv_pool_runs_in_waves(monkeypatch):
+    # a batch of 10 prompts, a pool of 4 sequences: waves of 4, 4 and 2 (serving.static_batch_metrics); SGLang's
+    # pool is not vLLM's, so its batch runs whole
+    monkeypatch.setattr("calculators.perf.accuracy._kv_limit", lambda *a: 4)
+    static = {"load_mode": "static_batch", "concurrency": None, "batch_size": 10, "ttft_median_ms": 900.0}
+    rows = comparable_rows(_frame(static, static | {"engine": "sglang"}))
+    p = predict(rows).set_index(["row_id", "metric"])["predicted"]
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
+    waves = static_batch_metrics(r, 10, 1000, 200, max_running=4)
+    assert float(waves["queue_wait_s"]) > 0
+    assert p[(0, "ttft")] == pytest.approx(float(waves["ttft_s"]), rel=1e-9)
+    whole = static_batch_metrics(Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), engine="sglang"),
+                                 10, 1000, 200)
+    assert p[(1, "ttft")] == pytest.approx(float(whole["ttft_s"]), rel=1e-9)
 
 
 def test_offline_ceiling_batch_is_the_fewest_of_kv_engine_and_prompts(monkeypatch):

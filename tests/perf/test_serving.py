@@ -32,6 +32,21 @@ def test_static_batch_includes_the_whole_batch_prefill():
     assert float(m["output_tokens_per_s"]) == pytest.approx(400 / 0.570)
 
 
+def test_static_batch_beyond_the_running_cap_runs_in_waves():
+    # 20 prompts, at most 8 run: waves of 8, 8 and 4. A full wave: prefill 8 × 100 tokens = 80 ms, then
+    # 49 steps of 10 ms = 570 ms; the last: 40 + 490 = 530 ms. The 8 of wave 2 wait 570 ms, the 4 of wave 3
+    # wait 1,140 ms: mean wait (8 × 570 + 4 × 1,140) / 20 = 456 ms; mean TTFT 456 + (16 × 80 + 4 × 40) / 20 =
+    # 456 + 72 = 528 ms; mean end-to-end 456 + (16 × 570 + 4 × 530) / 20 = 456 + 562 = 1,018 ms; all done at
+    # 570 + 570 + 530 = 1,670 ms: 20 × 50 tokens / 1.67 s.
+    m = static_batch_metrics(PM, 20, 100, 50, max_running=8)
+    assert float(m["queue_wait_s"]) == pytest.approx(0.456)
+    assert float(m["ttft_s"]) == pytest.approx(0.528)
+    assert float(m["e2e_latency_s"]) == pytest.approx(1.018)
+    assert float(m["output_tokens_per_s"]) == pytest.approx(1000 / 1.670)
+    # within the cap nothing waits: the same as no cap
+    assert float(static_batch_metrics(PM, 8, 100, 50, max_running=8)["ttft_s"]) == pytest.approx(0.080)
+
+
 def test_closed_loop_mixes_the_arriving_prompts_into_each_step():
     m = serving_metrics(PM, 8, 100, 50)
     # 8 × 100 / 50 = 16 prompt tokens join each step: 10 + 1.6 = 11.6 ms per output token
