@@ -24,8 +24,10 @@ from calculators.validation import positive_int
 VOCAB_PADDING = 64  # vLLM DEFAULT_VOCAB_PADDING_SIZE
 QUANT_GROUP = 128
 #: vLLM's MXFP4 MoE kernels on pre-Blackwell GPUs (Marlin) pad the expert matrices: hidden size
-#: up to a multiple of 256, expert width to a multiple of 128 (gpt-oss-120b: 2880 → 3072 × 2944),
-#: which is why it loads as 65.97 GiB on an H100 rather than 60.8 (case C32).
+#: up to a multiple of 256, each TP rank's share of the expert width to a multiple of 128
+#: (``intermediate_size_per_partition`` in ``Mxfp4MoEMethod.create_weights``,
+#: vllm/model_executor/layers/quantization/mxfp4.py; gpt-oss-120b at TP 1: 2880 → 3072 × 2944, which is
+#: why it loads as 65.97 GiB on an H100 rather than 60.8; at TP 4 each rank's 720 → 768).
 MXFP4_PAD_HIDDEN, MXFP4_PAD_EXPERT = 256, 128
 #: bitsandbytes 4-bit (``bitsandbytes.functional.quantize_4bit``): one absmax per block of 64 weights
 #: of the flattened matrix; with double quantisation the absmaxes are themselves quantised to 8 bits in
@@ -237,7 +239,8 @@ def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike 
         sums = stage_linear_sums(model, q, s, first, n)
         total = np.zeros_like(tp) + rope + n * norms_per_layer * s
         for split, (nbytes, _) in sums.items():
-            total = total + nbytes * shard(model, split, tp, ep)
+            total = total + nbytes * shard(model, split, tp, ep) * (
+                mxfp4_rank_padding(model, tp, ep) if split == "experts" and q.startswith("mxfp4") else 1.0)
         if i == 0:
             total = total + embed + model.encoder_params * s / tp
         if i == len(parts) - 1:
@@ -259,6 +262,17 @@ def _embedding_bytes(model: ModelSpec, quantization: str, act_bytes: int,
     token, output = gguf.embedding_block_types(gguf.file_type(quantization), model.tie_word_embeddings)
     return (gguf.matrix_bytes(token, 1, model.hidden_size) * rows,
             gguf.matrix_bytes(output, 1, model.hidden_size) * rows)
+
+
+def mxfp4_rank_padding(model: ModelSpec, tp: np.ndarray, ep: np.ndarray | None) -> np.ndarray:
+    """How much more MXFP4 expert memory a TP rank holds than ``1/tp`` of the padded whole: vLLM pads each
+    rank's share of the expert width, ``⌈(I/tp)/128⌉·128·tp / ⌈I/128⌉·128`` (1 with expert parallelism,
+    where every rank holds whole experts). gpt-oss-120b at TP 4: 768 · 4 / 2944 = 1.043."""
+    width = model.moe_intermediate_size
+    whole = _round_up(width, MXFP4_PAD_EXPERT)
+    if ep is not None or whole == 0:
+        return np.ones_like(tp, dtype=np.float64)
+    return np.ceil(width / tp / MXFP4_PAD_EXPERT) * MXFP4_PAD_EXPERT * tp / whole
 
 
 def weight_bytes_per_gpu(model: ModelSpec, **kw) -> np.ndarray:

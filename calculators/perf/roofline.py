@@ -28,7 +28,13 @@ from calculators.memory.kv_cache import (
     layer_window,
     pp_layer_partition,
 )
-from calculators.memory.weights import resolve_quantization, shard, stage_linear_sums, weight_bytes_per_gpu
+from calculators.memory.weights import (
+    mxfp4_rank_padding,
+    resolve_quantization,
+    shard,
+    stage_linear_sums,
+    weight_bytes_per_gpu,
+)
 from calculators.perf.coefficients import DEFAULT_ENGINE, Profile, load_fit, resolved
 from calculators.perf.model import StepTimeMixin
 from calculators.specs.catalog import load_gpus
@@ -248,7 +254,8 @@ def _coefficients(r: Roofline) -> Coefficients:
     layers = max(pp_layer_partition(m.num_hidden_layers, pp))
     frac = layers / m.num_hidden_layers
     sums = stage_linear_sums(m, q, s, 0, m.num_hidden_layers)
-    experts = sums["experts"][0] * shard(m, "experts", tp) * frac
+    experts = sums["experts"][0] * shard(m, "experts", tp) * frac * (
+        mxfp4_rank_padding(m, tp, None) if q.startswith("mxfp4") else 1.0)
     total = weight_bytes_per_gpu(m, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=q,
                                  dtype=r.dtype)
     hit = m.num_experts_per_tok / m.num_experts if m.is_moe else 0.0

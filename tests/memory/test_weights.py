@@ -1,10 +1,16 @@
 """Weight bytes per GPU against vLLM's own `Model loading took X GiB` lines and model cards."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from calculators.errors import InvalidInputError
-from calculators.memory.weights import parameter_counts, weight_bytes_per_gpu, weight_bytes_per_stage
+from calculators.memory.weights import (
+    mxfp4_rank_padding,
+    parameter_counts,
+    weight_bytes_per_gpu,
+    weight_bytes_per_stage,
+)
 from calculators.specs.catalog import get_model, load_models
 from calculators.units import GiB
 from tests.conftest import hf
@@ -30,11 +36,22 @@ def test_llama_31_8b_bf16_against_a_real_log():
     ("TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", {}, 3.8844, 0.005),
     # C32: gpt-oss-120b MXFP4 experts (Marlin padding) on an H100, vLLM 0.10.1
     ("openai/gpt-oss-120b", {}, 65.9651, 0.005),
+    # V1-06: the same at TP 4 on A100s, vLLM 0.10.1: each rank's 720-wide expert share padded to 768
+    ("openai/gpt-oss-120b", {"tensor_parallel_size": 4}, 17.22, 0.005),
     # C17: Qwen2.5-7B-Instruct-AWQ on an RTX 4080, vLLM 0.26.0 (printed with 2 decimals)
     ("Qwen/Qwen2.5-7B-Instruct-AWQ", {}, 5.29, 0.02),
 ])
 def test_model_loading_took(model, kwargs, logged_gib, rel):
     assert weight_bytes_per_gpu(get_model(model), **kwargs).item() / GiB == pytest.approx(logged_gib, rel=rel)
+
+
+def test_mxfp4_pads_each_ranks_share_of_the_expert_width():
+    # gpt-oss-120b, expert width 2,880 → 2,944 whole; per rank 2,880/tp up to a multiple of 128:
+    # TP 2: 1,440 → 1,536; TP 4: 720 → 768; TP 8: 360 → 384; with expert parallelism whole experts
+    m = get_model("openai/gpt-oss-120b")
+    got = mxfp4_rank_padding(m, np.array([1.0, 2.0, 4.0, 8.0]), None)
+    assert got.tolist() == pytest.approx([1.0, 1536 * 2 / 2944, 768 * 4 / 2944, 384 * 8 / 2944])
+    assert mxfp4_rank_padding(m, np.array([4.0]), np.array([4])).tolist() == [1.0]
 
 
 def test_quantisation_formats_shrink_weights_in_order():
