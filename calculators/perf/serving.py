@@ -158,7 +158,9 @@ def static_batch_metrics(pm: PerformanceModel, batch_size: ArrayLike, input_len:
     At most ``max_running`` = ``M`` sequences run (``max_num_seqs``, or what the KV cache holds): the batch then
     runs in waves of ``M`` (requests of equal lengths finish together, and the next ``M`` start), the last one of
     the ``B − (w − 1)·M`` left. TTFT, end-to-end latency, TPOT and the wait for a wave (``queue_wait_s``) are
-    means over the ``B`` requests; throughput is ``B·O`` over the time of all waves.
+    means over the ``B`` requests; throughput is ``B·O`` over the time of all waves. Where the prompts fit but
+    whole sequences do not, vLLM starts more (it allocates blocks as tokens arrive and preempts), so the
+    waves' TTFT is pessimistic there (docs/performance-model.md §2).
     """
     b = np.asarray(positive("batch_size", batch_size), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
