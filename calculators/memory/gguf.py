@@ -39,6 +39,11 @@ QUANTIZATIONS = tuple(f"gguf-{t}" for t in FILE_TYPES)
 LAYERS_OF_A_70B = 80
 
 
+def is_gguf(quantization: str) -> bool:
+    """Whether a ``--quantization`` value names a GGUF file type (``gguf-q4_k_m`` …)."""
+    return quantization.startswith("gguf-")
+
+
 def file_type(quantization: str) -> str:
     """``gguf-q4_k_m`` → ``q4_k_m``."""
     return quantization.removeprefix("gguf-")

@@ -182,7 +182,7 @@ def resolve_quantization(model: ModelSpec, quantization: str | None) -> str:
                                 f"one of {', '.join(gguf.QUANTIZATIONS)}")
     if q not in QUANTIZATIONS:
         raise InvalidInputError("quantization", quantization, f"one of {', '.join(QUANTIZATIONS)}")
-    if q.startswith("gguf-"):
+    if gguf.is_gguf(q):
         gguf.check_supported(model, q)
     return q
 
@@ -200,7 +200,7 @@ def stage_linear_sums(model: ModelSpec, quantization: str, act_bytes: int, first
     """
     sums = {k: [0.0, 0.0] for k in SPLITS}
     group = model.quantization_group_size or QUANT_GROUP
-    ftype = gguf.file_type(quantization) if quantization.startswith("gguf-") else None
+    ftype = gguf.file_type(quantization) if gguf.is_gguf(quantization) else None
     for layer in range(first, first + count):
         for lin in decoder_layer(model, layer):
             sums[lin.split][0] += (linear_bytes(lin, quantization, act_bytes, group) if ftype is None else
@@ -239,8 +239,8 @@ def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike 
         sums = stage_linear_sums(model, q, s, first, n)
         total = np.zeros_like(tp) + rope + n * norms_per_layer * s
         for split, (nbytes, _) in sums.items():
-            total = total + nbytes * shard(model, split, tp, ep) * (
-                mxfp4_rank_padding(model, tp, ep) if split == "experts" and q.startswith("mxfp4") else 1.0)
+            pad = expert_rank_padding(model, q, tp, ep) if split == "experts" else 1.0
+            total = total + nbytes * shard(model, split, tp, ep) * pad
         if i == 0:
             total = total + embed + model.encoder_params * s / tp
         if i == len(parts) - 1:
@@ -254,7 +254,7 @@ def _embedding_bytes(model: ModelSpec, quantization: str, act_bytes: int,
                      tp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(token embedding, LM head) bytes on one GPU: the vocabulary padded to 64 and split by TP in the
     activation dtype; a GGUF file's stored blocks, as vLLM keeps them (:func:`gguf.embedding_block_types`)."""
-    if not quantization.startswith("gguf-"):
+    if not gguf.is_gguf(quantization):
         vocab_rank = np.ceil(np.ceil(model.vocab_size / VOCAB_PADDING) * VOCAB_PADDING / tp)
         embed = vocab_rank * model.hidden_size * act_bytes
         return embed, embed
@@ -264,13 +264,13 @@ def _embedding_bytes(model: ModelSpec, quantization: str, act_bytes: int,
             gguf.matrix_bytes(output, 1, model.hidden_size) * rows)
 
 
-def mxfp4_rank_padding(model: ModelSpec, tp: np.ndarray, ep: np.ndarray | None) -> np.ndarray:
-    """How much more MXFP4 expert memory a TP rank holds than ``1/tp`` of the padded whole: vLLM pads each
-    rank's share of the expert width, ``⌈(I/tp)/128⌉·128·tp / ⌈I/128⌉·128`` (1 with expert parallelism,
-    where every rank holds whole experts). gpt-oss-120b at TP 4: 768 · 4 / 2944 = 1.043."""
+def expert_rank_padding(model: ModelSpec, quantization: str, tp: np.ndarray, ep: np.ndarray | None) -> np.ndarray:
+    """How much more expert memory a TP rank holds than ``1/tp`` of the (padded) whole: MXFP4 pads each
+    rank's share of the expert width, ``⌈(I/tp)/128⌉·128·tp / ⌈I/128⌉·128``; 1 for other formats and with
+    expert parallelism, where every rank holds whole experts. gpt-oss-120b at TP 4: 768 · 4 / 2944 = 1.043."""
     width = model.moe_intermediate_size
     whole = _round_up(width, MXFP4_PAD_EXPERT)
-    if ep is not None or whole == 0:
+    if not quantization.startswith("mxfp4") or ep is not None or whole == 0:
         return np.ones_like(tp, dtype=np.float64)
     return np.ceil(width / tp / MXFP4_PAD_EXPERT) * MXFP4_PAD_EXPERT * tp / whole
 

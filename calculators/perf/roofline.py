@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
+from calculators.memory.gguf import is_gguf
 from calculators.memory.kv_cache import (
     check_tensor_parallel,
     dtype_bytes,
@@ -29,7 +30,7 @@ from calculators.memory.kv_cache import (
     pp_layer_partition,
 )
 from calculators.memory.weights import (
-    mxfp4_rank_padding,
+    expert_rank_padding,
     resolve_quantization,
     shard,
     stage_linear_sums,
@@ -136,7 +137,7 @@ def compute_dtype(gpu: GPUSpec, quantization: str, model_dtype: str) -> str:
     rate, FP4 formats use fp4 where the GPU has it, weight-only int4 and GGUF dequantise to fp16."""
     want = {"fp8": "fp8", "int8": "int8", "nvfp4": "fp4", "mxfp4": "fp4", "mxfp4-moe": "bf16",
             "awq": "fp16", "gptq": "fp16", "awq-int8": "fp16", "gptq-int8": "fp16"}.get(
-        quantization, "fp16" if model_dtype == "float16" or quantization.startswith("gguf-") else "bf16")
+        quantization, "fp16" if model_dtype == "float16" or is_gguf(quantization) else "bf16")
     for dtype in (want, "bf16", "fp16"):
         if dtype in gpu.peak_flop_per_s:
             return dtype
@@ -254,8 +255,7 @@ def _coefficients(r: Roofline) -> Coefficients:
     layers = max(pp_layer_partition(m.num_hidden_layers, pp))
     frac = layers / m.num_hidden_layers
     sums = stage_linear_sums(m, q, s, 0, m.num_hidden_layers)
-    experts = sums["experts"][0] * shard(m, "experts", tp) * frac * (
-        mxfp4_rank_padding(m, tp, None) if q.startswith("mxfp4") else 1.0)
+    experts = sums["experts"][0] * shard(m, "experts", tp) * frac * expert_rank_padding(m, q, tp, None)
     total = weight_bytes_per_gpu(m, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=q,
                                  dtype=r.dtype)
     hit = m.num_experts_per_tok / m.num_experts if m.is_moe else 0.0

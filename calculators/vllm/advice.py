@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from calculators.errors import InvalidInputError
+from calculators.memory.gguf import file_type, is_gguf
 from calculators.specs.schema import ModelSpec
 from calculators.validation import positive
 from calculators.vllm.capacity import CapacityResult, blocks_per_request
@@ -94,8 +95,8 @@ def vllm_serve_command(model_id: str, result: CapacityResult, max_num_seqs: int 
     """
     s = result.settings
     parts = [f"vllm serve {model_id}"]
-    if s.quantization.startswith("gguf-"):
-        ftype = s.quantization.removeprefix("gguf-").upper()
+    if is_gguf(s.quantization):
+        ftype = file_type(s.quantization).upper()
         parts = [f"vllm serve ./{model_id.rsplit('/', 1)[-1]}-{ftype}.gguf --tokenizer {model_id}"]
     if s.tensor_parallel_size > 1:
         parts.append(f"--tensor-parallel-size {s.tensor_parallel_size}")

@@ -6,7 +6,7 @@ import pytest
 
 from calculators.errors import InvalidInputError
 from calculators.memory.weights import (
-    mxfp4_rank_padding,
+    expert_rank_padding,
     parameter_counts,
     weight_bytes_per_gpu,
     weight_bytes_per_stage,
@@ -49,9 +49,9 @@ def test_mxfp4_pads_each_ranks_share_of_the_expert_width():
     # gpt-oss-120b, expert width 2,880 → 2,944 whole; per rank 2,880/tp up to a multiple of 128:
     # TP 2: 1,440 → 1,536; TP 4: 720 → 768; TP 8: 360 → 384; with expert parallelism whole experts
     m = get_model("openai/gpt-oss-120b")
-    got = mxfp4_rank_padding(m, np.array([1.0, 2.0, 4.0, 8.0]), None)
+    got = expert_rank_padding(m, "mxfp4", np.array([1.0, 2.0, 4.0, 8.0]), None)
     assert got.tolist() == pytest.approx([1.0, 1536 * 2 / 2944, 768 * 4 / 2944, 384 * 8 / 2944])
-    assert mxfp4_rank_padding(m, np.array([4.0]), np.array([4])).tolist() == [1.0]
+    assert expert_rank_padding(m, "mxfp4", np.array([4.0]), np.array([4])).tolist() == [1.0]
 
 
 def test_quantisation_formats_shrink_weights_in_order():
