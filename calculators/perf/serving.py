@@ -49,6 +49,14 @@ def _lengths(input_len: ArrayLike, output_len: ArrayLike) -> tuple[np.ndarray, n
             np.asarray(positive("output_len", output_len), dtype=np.float64))
 
 
+def _running(n: np.ndarray, max_running: ArrayLike) -> np.ndarray:
+    """Sequences that run at once: ``n``, at most the whole part of ``max_running`` (≥ 1; inf: no cap)."""
+    cap = np.asarray(max_running, dtype=np.float64)
+    if not np.all(cap >= 1):
+        raise InvalidInputError("max_running", cap.tolist(), "at least 1 sequence (inf: no cap)")
+    return np.minimum(n, np.floor(cap))
+
+
 def slot_time_s(pm: PerformanceModel, e2e_latency_s: ArrayLike) -> np.ndarray:
     """The part of a served request's end-to-end latency that holds an engine slot [s]: all of it but the
     ``request_overhead_s`` spent outside the engine's steps (docs/performance-model.md §2)."""
@@ -119,10 +127,7 @@ def serving_metrics(pm: PerformanceModel, concurrency: ArrayLike, input_len: Arr
     """
     n = np.asarray(positive("concurrency", concurrency), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
-    cap = np.asarray(max_running, dtype=np.float64)
-    if not np.all(cap >= 1):
-        raise InvalidInputError("max_running", cap.tolist(), "at least 1 sequence (inf: no cap)")
-    running = np.minimum(n, np.floor(cap))
+    running = _running(n, max_running)
     m = _steady(pm, running, i, o, open_loop=False)
     engine_s = slot_time_s(pm, m["e2e_latency_s"])
     wait = np.maximum(n * engine_s / running - m["e2e_latency_s"], 0.0)
@@ -164,10 +169,7 @@ def static_batch_metrics(pm: PerformanceModel, batch_size: ArrayLike, input_len:
     """
     b = np.asarray(positive("batch_size", batch_size), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
-    cap = np.asarray(max_running, dtype=np.float64)
-    if not np.all(cap >= 1):
-        raise InvalidInputError("max_running", cap.tolist(), "at least 1 sequence (inf: no cap)")
-    m = np.minimum(b, np.floor(cap))
+    m = _running(b, max_running)
     full = np.ceil(b / m) - 1  # waves of m before the last
     last = b - full * m
     wave, tail = _batch_pass(pm, m, i, o), _batch_pass(pm, last, i, o)

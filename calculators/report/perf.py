@@ -30,7 +30,8 @@ def _check_context(r: Roofline, tokens: float) -> None:
 def _load(r: Roofline, input_len: int, output_len: int, batch_size: int | None, concurrency: float | None,
           request_rate: float | None, max_num_seqs: int, slots: int) -> tuple[str, float, dict[str, float]]:
     """The load mode, its value and its metrics: exactly one of batch, concurrency or rate; a concurrency runs
-    at most ``slots`` requests at once, the rest wait (docs/performance-model.md §2)."""
+    at most ``slots`` requests at once, the rest wait, and a static batch runs in waves of ``slots``
+    (docs/performance-model.md §2)."""
     given = {k: v for k, v in (("static_batch", batch_size), ("concurrency", concurrency),
                                ("request_rate", request_rate)) if v is not None}
     if len(given) != 1:
