@@ -173,6 +173,7 @@ def _model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> Mode
     fields.update(_moe(text, fields["num_hidden_layers"], fields["intermediate_size"]))
     fields.update(_quantization(cfg.get("quantization_config") or text.get("quantization_config")))
     fields.update(_rope(text, fields))
+    fields["max_position_embeddings"] = _derived_max_len(text, fields["max_position_embeddings"], assumed)
     fields["encoder_params"] = sum(_encoder_params(cfg.get(key), fields["hidden_size"])
                                    for key in ("vision_config", "audio_config"))
     fields["vision_encoder"] = vision_encoder_from_config(cfg, fields["hidden_size"])
@@ -534,6 +535,44 @@ def _compressed_tensors(q: dict[str, Any]) -> dict[str, Any]:
                             "8-bit int/float or 4-bit int/float weights")
 
 
+#: RoPE kinds whose ``factor`` vLLM does not apply to the context length (their ``max_position_embeddings``
+#: is already the extended one).
+_ROPE_KEEPS_LENGTH = frozenset({"su", "longrope", "llama3"})
+
+
+def _derived_max_len(c: dict[str, Any], positions: int, assumed: list[str]) -> int:
+    """The longest context vLLM accepts for the config [tokens]: ``positions`` scaled by its RoPE scaling.
+
+    vLLM's ``_get_and_verify_max_len`` multiplies the length by ``rope_scaling.factor`` unless the kind is
+    ``su``/``longrope``/``llama3`` (already extended) or the model is Gemma 3 (its 128K is already scaled);
+    for YaRN it scales ``original_max_position_embeddings``. This is how a config (or vLLM's
+    ``--hf-overrides``) with ``{"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 32768}``
+    serves Qwen3 at 131,072 tokens
+    (https://github.com/vllm-project/vllm/blob/v0.10.0/vllm/config.py, ``_get_and_verify_max_len``).
+    The scaled length is noted in ``assumed``.
+    """
+    scaling = c.get("rope_scaling") or c.get("rope_parameters")
+    if not isinstance(scaling, dict) or str(c.get("model_type") or "").startswith("gemma3"):
+        return positions
+    kind = scaling.get("rope_type") or scaling.get("type")
+    factor = scaling.get("factor")
+    if kind in _ROPE_KEEPS_LENGTH or factor is None:
+        return positions
+    base = scaling.get("original_max_position_embeddings", positions) if kind == "yarn" else positions
+    derived = int(_number(base, "rope_scaling.original_max_position_embeddings")
+                  * _number(factor, "rope_scaling.factor"))
+    if derived != positions:
+        assumed.append(f"max_position_embeddings={derived} (vLLM scales {base} by rope_scaling {kind} "
+                       f"factor {factor})")
+    return derived
+
+
+def _number(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise InvalidInputError(field, value, "a positive number")
+    return float(value)
+
+
 def _rope(c: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
     """Size of vLLM's cos/sin caches: rows over all distinct rope settings × rotary dims.
 
@@ -551,9 +590,11 @@ def _rope(c: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
     kind = (scaling.get("rope_type") or scaling.get("type")) if isinstance(scaling, dict) else None
     unscaled = positions = fields["max_position_embeddings"]
     if kind in {"yarn", "deepseek_yarn"}:
-        positions = int(scaling.get("original_max_position_embeddings", positions) * scaling.get("factor", 1))
+        positions = int(_number(scaling.get("original_max_position_embeddings", positions),
+                                "rope_scaling.original_max_position_embeddings")
+                        * _number(scaling.get("factor", 1), "rope_scaling.factor"))
     elif kind == "linear":
-        positions = int(positions * scaling.get("factor", 1))
+        positions = int(positions * _number(scaling.get("factor", 1), "rope_scaling.factor"))
     local = c.get("rope_local_base_freq") is not None
     return {"rotary_dim": rotary, "rope_cache_positions": positions + (unscaled if local else 0),
             "num_rope_caches": 2 if local else 1}

@@ -333,3 +333,38 @@ def test_awq_gptq_group_size_is_read_and_sizes_the_scales(q, group):
     g128 = m.model_copy(update={"quantization_group_size": 128})
     grouped, base = (weight_bytes_per_stage(x, quantization="gptq").item() for x in (m, g128))
     assert grouped - base == extra
+
+
+def _qwen3_32b(**extra):
+    cfg = json.loads((HF_CONFIGS / "Qwen__Qwen3-32B.json").read_text())
+    return model_from_config({**cfg, **extra}, id="Qwen/Qwen3-32B")
+
+
+@pytest.mark.parametrize("scaling, expected", [
+    # Qwen's long-context recipe: YaRN scales the original 32,768 positions by 4 → 131,072
+    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}, 131_072),
+    ({"type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32768}, 65_536),
+    # linear and dynamic NTK scale the config's own 40,960 positions
+    ({"rope_type": "linear", "factor": 2.0}, 81_920),
+    ({"type": "dynamic", "factor": 1.5}, 61_440),
+    # already-extended kinds and a factorless setting keep the length
+    ({"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}, 40_960),
+    ({"rope_type": "longrope", "factor": 4.0}, 40_960),
+    ({"rope_type": "default"}, 40_960),
+])
+def test_max_length_follows_vllms_rope_scaling_rule(scaling, expected):
+    """vLLM's ``_get_and_verify_max_len`` (v0.10.0): the context it accepts is max_position_embeddings (40,960 for
+    Qwen3-32B) × rope factor, YaRN's from original_max_position_embeddings; su/longrope/llama3 are left as is."""
+    m = _qwen3_32b(rope_scaling=scaling)
+    assert m.max_position_embeddings == expected
+    assert any(a.startswith("max_position_embeddings=") for a in m.defaults_assumed) == (expected != 40_960)
+
+
+def test_gemma3_linear_factor_does_not_extend_its_context():
+    """vLLM skips the factor for Gemma 3, whose 131,072 positions are already the scaled context."""
+    assert hf("google__gemma-3-27b-it").max_position_embeddings == 131_072
+
+
+def test_bad_rope_factor_names_the_field():
+    with pytest.raises(InvalidInputError, match="rope_scaling.factor"):
+        _qwen3_32b(rope_scaling={"rope_type": "yarn", "factor": "4", "original_max_position_embeddings": 32768})
