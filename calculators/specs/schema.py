@@ -88,6 +88,25 @@ class MLADims(NamedTuple):
     v_head_dim: int
 
 
+class VideoProfileSpec(_Frozen):
+    """How a Qwen-VL processor builds the dummy video "with the most features" (docs/vllm-memory.md §2.3).
+
+    ``frames_of_largest_image`` (Qwen2-VL, Qwen2.5-VL): frames of the largest image, as many as fit
+    ``max_model_len`` up to a per-release cap. ``shrinking_frames`` (Qwen3-VL): up to 24,576 frames whose
+    sides shrink so that frames × height × width stays within ``max_pixels``, each embedding budgeted as
+    ``token_multiplier`` prompt tokens (its timestamp text). Sides in pixels, areas in pixels².
+    """
+
+    rule: Literal["frames_of_largest_image", "shrinking_frames"]
+    patch_size: int = Field(gt=0)
+    merge_size: int = Field(gt=0)
+    temporal_patch_size: int = Field(gt=0)
+    frame_side: int = Field(gt=0, description="side of the largest image, the frames' starting size")
+    min_pixels: int = Field(default=0, ge=0)
+    max_pixels: int = Field(default=0, ge=0)
+    token_multiplier: float = Field(default=1.0, ge=1.0)
+
+
 class VisionEncoderSpec(_Frozen):
     """The vision tower as vLLM's profile run exercises it: its width and the largest dummy image.
 
@@ -95,7 +114,8 @@ class VisionEncoderSpec(_Frozen):
     (every tile or chunk counted), ``tokens_per_item`` the embeddings it becomes, ``separator_tokens``
     the prompt tokens around and between them (start, end, row breaks), and ``output_width`` the
     width of each embedding (the text hidden size, times the deepstack levels where the projector
-    emits several). The rule per family is in docs/vllm-memory.md §2.3.
+    emits several). ``video`` is how the family builds its largest dummy video, where it has one.
+    The rule per family is in docs/vllm-memory.md §2.3.
     """
 
     family: str
@@ -106,6 +126,7 @@ class VisionEncoderSpec(_Frozen):
     separator_tokens: int = Field(default=0, ge=0)
     output_width: int = Field(gt=0)
     pixel_values_per_patch: int = Field(gt=0, description="channels × patch² × temporal patch")
+    video: VideoProfileSpec | None = None
     note: str = ""
 
 

@@ -4,17 +4,20 @@ vLLM profiles a multimodal model with dummy images "of the maximum feature size"
 (``get_image_size_with_most_features`` in each model's processing info, vllm/model_executor/models/,
 v0.10.2). What that image costs the vision tower depends on the family; each rule below reads only
 ``config.json`` and the processor defaults vLLM and ``transformers`` apply when the checkpoint's
-preprocessor sets nothing (docs/vllm-memory.md §2.3). Video is not modelled: Qwen-VL models can
-profile a longer video than an image when ``max_model_len`` is long.
+preprocessor sets nothing (docs/vllm-memory.md §2.3). The Qwen-VL families also describe their largest
+dummy video (:class:`~calculators.specs.schema.VideoProfileSpec`), which V1 profiles instead of the
+image when it has more tokens (:func:`largest_video`).
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
 
 from calculators.errors import InvalidInputError
-from calculators.specs.schema import VisionEncoderSpec
+from calculators.specs.schema import VideoProfileSpec, VisionEncoderSpec
+from calculators.vllm.versions import VllmVersion
 
 #: Qwen2-VL / Qwen2.5-VL processors' ``max_pixels`` (preprocessor_config.json of the Qwen checkpoints)
 #: and Qwen3-VL's ``size.longest_edge`` (pixels, not a side): 3584² and 4096² images.
@@ -22,6 +25,17 @@ QWEN2_VL_MAX_PIXELS = 12_845_056
 QWEN3_VL_MAX_PIXELS = 16_777_216
 #: Llama 4's image processor splits an image into at most 16 tiles and adds one global tile.
 LLAMA4_MAX_TILES = 16
+#: Qwen3-VL's video processor ``size``: ``shortest_edge`` and ``longest_edge`` bound frames × height × width
+#: (pixels²) in ``video_smart_resize`` (preprocessor defaults of the Qwen3-VL checkpoints).
+QWEN3_VL_VIDEO_MIN_PIXELS = 4_096
+QWEN3_VL_VIDEO_MAX_PIXELS = 25_165_824
+#: Qwen3-VL budgets each video embedding as 12.5 prompt tokens: its "<t seconds>" timestamp text and markers
+#: (``Qwen3VLProcessingInfo.get_max_video_tokens``, vllm/model_executor/models/qwen3_vl.py, v0.11.0).
+QWEN3_VL_VIDEO_TOKEN_MULTIPLIER = 12.5
+#: Frames of the largest dummy video (``_MAX_FRAMES_PER_VIDEO``): Qwen3-VL 24,576; Qwen2-VL and Qwen2.5-VL 16
+#: up to 0.10.x and 14 from 0.11.0 (vllm/model_executor/models/qwen2_vl.py).
+QWEN3_VL_MAX_FRAMES = 24_576
+QWEN2_VL_MAX_FRAMES = {(0, 11): 14, (0, 0): 16}
 
 
 def vision_encoder_from_config(cfg: dict[str, Any], text_hidden: int) -> VisionEncoderSpec | None:
@@ -56,11 +70,11 @@ def _grid(enc: dict[str, Any], image: int, patch: int) -> tuple[int, int]:
 
 
 def _spec(family: str, enc: dict[str, Any], patches: int, tokens: int, width: int, values: int,
-          separators: int = 0, note: str = "") -> VisionEncoderSpec:
+          separators: int = 0, video: VideoProfileSpec | None = None) -> VisionEncoderSpec:
     hidden, inter = _width(enc)
     return VisionEncoderSpec(family=family, hidden_size=hidden, intermediate_size=inter, patches_per_item=patches,
                              tokens_per_item=tokens, separator_tokens=separators, output_width=width,
-                             pixel_values_per_patch=values, note=note)
+                             pixel_values_per_patch=values, video=video)
 
 
 def _gemma3(cfg: dict[str, Any], enc: dict[str, Any], text_hidden: int) -> VisionEncoderSpec:
@@ -95,18 +109,61 @@ def _llama4(cfg: dict[str, Any], enc: dict[str, Any], text_hidden: int) -> Visio
                  text_hidden, 3 * patch * patch, separators=tiles + 2)
 
 
-def _qwen_vl(max_pixels: int) -> Callable[[dict[str, Any], dict[str, Any], int], VisionEncoderSpec]:
+def _qwen_vl(max_pixels: int, qwen3: bool) -> Callable[[dict[str, Any], dict[str, Any], int], VisionEncoderSpec]:
     def rule(cfg: dict[str, Any], enc: dict[str, Any], text_hidden: int) -> VisionEncoderSpec:
         """The largest square image within ``max_pixels``, sides a multiple of patch × merge; merge² patches
-        a token; the projector's output is repeated for each deepstack level (Qwen3-VL)."""
+        a token; the projector's output is repeated for each deepstack level (Qwen3-VL); and the largest
+        dummy video of the family."""
         patch, merge = int(_pos(enc, "patch_size", 14)), int(_pos(enc, "spatial_merge_size", 2))
+        temporal = int(_pos(enc, "temporal_patch_size", 2))
         side = max(1, math.isqrt(max_pixels) // (patch * merge)) * merge
         levels = 1 + len(enc.get("deepstack_visual_indexes") or ())
         out = int(_pos(enc, "out_hidden_size", text_hidden))
-        return _spec("Qwen-VL (largest image)", enc, side * side, side * side // merge ** 2, out * levels,
-                     3 * int(_pos(enc, "temporal_patch_size", 2)) * patch * patch,
-                     note="images only: with a long max_model_len vLLM may profile a video, which can need more")
+        video = VideoProfileSpec(rule="shrinking_frames" if qwen3 else "frames_of_largest_image", patch_size=patch,
+                                 merge_size=merge, temporal_patch_size=temporal, frame_side=side * patch,
+                                 min_pixels=QWEN3_VL_VIDEO_MIN_PIXELS if qwen3 else 0,
+                                 max_pixels=QWEN3_VL_VIDEO_MAX_PIXELS if qwen3 else 0,
+                                 token_multiplier=QWEN3_VL_VIDEO_TOKEN_MULTIPLIER if qwen3 else 1.0)
+        return _spec("Qwen-VL", enc, side * side, side * side // merge ** 2, out * levels,
+                     3 * temporal * patch * patch, video=video)
     return rule
+
+
+def _video_tokens(video: VideoProfileSpec, frames: int) -> tuple[int, int]:
+    """(encoder positions, embeddings) of a dummy video of ``frames`` frames: the frames padded to the temporal
+    patch, ``grid_t × grid_h × grid_w`` patches, merge² patches an embedding (``_get_vision_info``)."""
+    side = video.frame_side
+    f = video.patch_size * video.merge_size
+    if video.rule == "shrinking_frames":  # video_smart_resize: frames × h × w within [min_pixels, max_pixels]
+        t_bar = round(frames / video.temporal_patch_size) * video.temporal_patch_size
+        side = round(side / f) * f
+        if t_bar * side * side > video.max_pixels:
+            side = max(f, math.floor(side / math.sqrt(frames * side * side / video.max_pixels) / f) * f)
+        elif t_bar * side * side < video.min_pixels:
+            side = math.ceil(side * math.sqrt(video.min_pixels / (frames * side * side)) / f) * f
+    grid_t = max((frames + frames % video.temporal_patch_size) // video.temporal_patch_size, 1)
+    patches = grid_t * (side // video.patch_size) ** 2
+    return patches, patches // video.merge_size ** 2
+
+
+@functools.lru_cache(maxsize=256)
+def largest_video(video: VideoProfileSpec, max_model_len: int, v: VllmVersion) -> tuple[int, int, int, int]:
+    """(frames, encoder positions, embeddings, prompt tokens) of the dummy video vLLM profiles.
+
+    As ``get_num_frames_with_most_features`` (vllm/model_executor/models/qwen2_vl.py and qwen3_vl.py,
+    v0.11.0): from 1 frame (Qwen3-VL 2) add frames while the video's embeddings fit ``max_model_len``, then
+    cap them (:data:`QWEN2_VL_MAX_FRAMES`, :data:`QWEN3_VL_MAX_FRAMES`); the prompt tokens are the
+    embeddings × ``token_multiplier``. Qwen3-VL with a context of about 12,300 tokens or more: 24,576 frames of
+    32 × 32 pixels, 49,152 positions, 12,288 embeddings budgeted as 153,600 tokens.
+    """
+    shrinking = video.rule == "shrinking_frames"
+    cap = QWEN3_VL_MAX_FRAMES if shrinking else next(n for (major, minor), n in QWEN2_VL_MAX_FRAMES.items()
+                                                      if v.at_least(major, minor))
+    frames = 2 if shrinking else 1
+    while frames < cap and _video_tokens(video, frames + 1)[1] <= max_model_len:
+        frames += 1
+    patches, embeddings = _video_tokens(video, frames)
+    return frames, patches, embeddings, int(embeddings * video.token_multiplier)
 
 
 _RULES: dict[str, Callable[[dict[str, Any], dict[str, Any], int], VisionEncoderSpec]] = {
@@ -114,8 +171,8 @@ _RULES: dict[str, Callable[[dict[str, Any], dict[str, Any], int], VisionEncoderS
     "llava": _llava,
     "mistral3": _mistral3,
     "llama4": _llama4,
-    "qwen2_vl": _qwen_vl(QWEN2_VL_MAX_PIXELS),
-    "qwen2_5_vl": _qwen_vl(QWEN2_VL_MAX_PIXELS),
-    "qwen3_vl": _qwen_vl(QWEN3_VL_MAX_PIXELS),
-    "qwen3_vl_moe": _qwen_vl(QWEN3_VL_MAX_PIXELS),
+    "qwen2_vl": _qwen_vl(QWEN2_VL_MAX_PIXELS, qwen3=False),
+    "qwen2_5_vl": _qwen_vl(QWEN2_VL_MAX_PIXELS, qwen3=False),
+    "qwen3_vl": _qwen_vl(QWEN3_VL_MAX_PIXELS, qwen3=True),
+    "qwen3_vl_moe": _qwen_vl(QWEN3_VL_MAX_PIXELS, qwen3=True),
 }

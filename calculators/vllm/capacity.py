@@ -473,4 +473,6 @@ def _vision_notes(model: ModelSpec) -> list[str]:
         return []
     text = (f"the activation peak includes the vision encoder's profiling pass over dummy {enc.family} images "
             f"of {enc.patches_per_item:,} patches each")
+    if enc.video is not None:
+        text += ", or in the V1 engine the family's largest dummy video when it counts for more tokens"
     return [text + (f"; {enc.note}" if enc.note else "")]

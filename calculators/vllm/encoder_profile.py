@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 
 from calculators.specs.schema import ModelSpec, VisionEncoderSpec
+from calculators.specs.vision import largest_video
 from calculators.vllm.overheads import ACTIVATION_FFN_COPIES, ACTIVATION_HIDDEN_COPIES
 from calculators.vllm.versions import VllmVersion
 
@@ -72,22 +73,44 @@ def output_rows(embeddings: int, tokens: int, v: VllmVersion, max_num_batched_to
     return embeddings
 
 
+@dataclass(frozen=True)
+class DummyItem:
+    """The multimodal item a profile run repeats: ``patches`` encoder positions, ``embeddings`` outputs and the
+    ``tokens`` it counts for in the encoder budget."""
+
+    modality: str
+    patches: int
+    embeddings: int
+    tokens: int
+
+
+def profiled_item(enc: VisionEncoderSpec, v: VllmVersion, max_model_len: int) -> DummyItem:
+    """The item of the modality with the most tokens: the largest image, or from V1 the family's largest
+    video when it has more (``get_modality_with_max_tokens``; the image wins a tie)."""
+    image = DummyItem("image", enc.patches_per_item, enc.tokens_per_item, tokens_per_image(enc, v))
+    if enc.video is None or v.engine != "V1":
+        return image
+    frames, patches, embeddings, tokens = largest_video(enc.video, max_model_len, v)
+    video = DummyItem(f"video ({frames:,} frames)", patches, embeddings, tokens)
+    return video if video.tokens > image.tokens else image
+
+
 def encoder_pass(model: ModelSpec, v: VllmVersion, *, max_num_batched_tokens: int, max_num_seqs: int,
                  max_model_len: int, tensor_parallel_size: int, act_bytes: int) -> EncoderPass | None:
     """The vision tower's part of the profile run [bytes], or None for a model without a modelled tower."""
     enc = model.vision_encoder
     if enc is None:
         return None
-    tokens = tokens_per_image(enc, v)
-    items, requests = dummy_images(tokens, v, max_num_batched_tokens=max_num_batched_tokens,
+    item = profiled_item(enc, v, max_model_len)
+    items, requests = dummy_images(item.tokens, v, max_num_batched_tokens=max_num_batched_tokens,
                                    max_num_seqs=max_num_seqs, max_model_len=max_model_len)
-    patches = items * enc.patches_per_item
+    patches = items * item.patches
     # the text forward's live tensors per position, over the tower's width and MLP width [B]
     per_patch = (ACTIVATION_HIDDEN_COPIES * enc.hidden_size
                  + ACTIVATION_FFN_COPIES * enc.intermediate_size / tensor_parallel_size) * act_bytes
     pixels = patches * enc.pixel_values_per_patch * PIXEL_VALUE_BYTES
-    rows = output_rows(enc.tokens_per_item, tokens, v, max_num_batched_tokens)
+    rows = output_rows(item.embeddings, item.tokens, v, max_num_batched_tokens)
     outputs = items * rows * enc.output_width * act_bytes
-    basis = (f"{items} dummy {enc.family} image(s) × {enc.patches_per_item:,} patches × {per_patch:,.0f} B; "
+    basis = (f"{items} dummy {enc.family} {item.modality} item(s) × {item.patches:,} patches × {per_patch:,.0f} B; "
              f"kept: {items} × {rows:,} output rows × {enc.output_width:,} wide and the pixels")
     return EncoderPass(items, patches * per_patch + pixels, outputs + pixels, requests, basis)

@@ -6,6 +6,8 @@ import pytest
 
 from calculators.errors import InvalidInputError
 from calculators.specs.hf_config import load_config_file, model_from_config
+from calculators.specs.vision import largest_video
+from calculators.vllm.versions import parse_vllm_version
 from tests.conftest import HF_CONFIGS
 
 TEXT = {"hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -31,7 +33,7 @@ def test_qwen3_vl_largest_image_and_its_deepstack_outputs():
     assert (enc.patches_per_item, enc.tokens_per_item) == (65_536, 16_384)
     # out_hidden_size 2048 for the merger and each of the 3 deepstack levels; 3 channels × 2 frames × 16²
     assert (enc.output_width, enc.pixel_values_per_patch) == (4 * 2048, 1536)
-    assert "video" in enc.note
+    assert enc.video.rule == "shrinking_frames" and enc.video.frame_side == 4096
 
 
 def test_qwen2_vl_names_its_width_embed_dim():
@@ -69,3 +71,29 @@ def test_a_bad_vision_value_is_named(field, value):
     with pytest.raises(InvalidInputError, match=f"vision_config.{field}"):
         vision("gemma3", {"hidden_size": 1152, "intermediate_size": 4304, "image_size": 896, "patch_size": 14,
                           field: value})
+
+
+def test_qwen3_vl_largest_video_matches_the_budget_vllm_prints():
+    """vLLM 0.11.0 printed "Encoder cache will be initialized with a budget of 153600 tokens, and profiled with
+    1 video items of the maximum feature size" for Qwen3-VL-30B-A3B at max_model_len 65,536. By hand: frames
+    grow to the 24,576 cap while their sides shrink to the 32-pixel minimum (24,576 × 32² ≤ 25,165,824 px²);
+    grid_t 12,288 × (32 / 16)² = 49,152 patches, / 2² = 12,288 embeddings, × 12.5 = 153,600 tokens."""
+    video = load_config_file(HF_CONFIGS / "Qwen__Qwen3-VL-30B-A3B-Instruct.json").vision_encoder.video
+    assert largest_video(video, 65_536, parse_vllm_version("0.11.0")) == (24_576, 49_152, 12_288, 153_600)
+    # a context too short for a third frame keeps the loop's 2 starting frames: 2 × 3520² px² is the
+    # largest within 25,165,824 at a multiple of 32; (3520 / 16)² = 48,400 patches, 12,100 embeddings
+    assert largest_video(video, 8_192, parse_vllm_version("0.11.0")) == (2, 48_400, 12_100, 151_250)
+
+
+@pytest.mark.parametrize("max_model_len, release, frames, patches", [
+    # 3584² frames: (3584 / 14)² = 65,536 patches and 16,384 embeddings per pair of frames (grid_t)
+    (16_384, "0.11.0", 2, 65_536),  # a third frame pads to grid_t 2 = 32,768 embeddings: too many
+    (32_768, "0.11.0", 4, 131_072),
+    (131_072, "0.10.2", 16, 524_288),  # capped at 16 frames up to 0.10.x ...
+    (131_072, "0.11.0", 14, 458_752),  # ... and 14 from 0.11.0
+])
+def test_qwen2_vl_video_is_frames_of_the_largest_image(max_model_len, release, frames, patches):
+    enc = vision("qwen2_vl", {"embed_dim": 1280, "mlp_ratio": 4, "hidden_size": 3584, "patch_size": 14,
+                              "spatial_merge_size": 2, "temporal_patch_size": 2, "depth": 32, "num_heads": 16})
+    assert largest_video(enc.video, max_model_len, parse_vllm_version(release)) == (
+        frames, patches, patches // 4, patches // 4)

@@ -75,3 +75,20 @@ def test_capacity_counts_the_tower_and_names_an_unmodelled_one():
     blind = GEMMA3.model_copy(update={"vision_encoder": None})
     notes = vllm_capacity(blind, gpu=get_gpu("A10"), vllm_version="0.8.3", engine="V0", max_model_len=4096).notes
     assert any("not modelled for this model family" in n for n in notes)
+
+
+def test_qwen3_vl_profiles_its_largest_video_and_0_11_0_pads_it_to_the_budget():
+    """Qwen3-VL-30B-A3B, 2,048 batched tokens, max_model_len 65,536, TP 4: the video (153,600 budgeted tokens)
+    beats the 4096² image (16,384), so the budget is max(2,048, 153,600) and holds 1 video. By hand:
+    pass 49,152 patches × (2 · 1152 + 3 · 4304 / 4) · 2 B = 543,817,728 B; float32 pixels 49,152 × 1536 × 4 =
+    301,989,888 B; 0.11.0 keeps 153,600 rows × 8192 × 2 B = 2,516,582,400 B, 0.12.0 the 12,288 embeddings."""
+    model = load_config_file(HF_CONFIGS / "Qwen__Qwen3-VL-30B-A3B-Instruct.json")
+    kw = dict(max_num_batched_tokens=2048, max_num_seqs=256, max_model_len=65_536, tensor_parallel_size=4,
+              act_bytes=2)
+    pixels = 301_989_888
+    old = encoder_pass(model, parse_vllm_version("0.11.0"), **kw)
+    assert (old.items, old.pass_bytes, old.kept_bytes) == (1, 543_817_728 + pixels, 2_516_582_400 + pixels)
+    assert "video (24,576 frames)" in old.basis
+    assert encoder_pass(model, parse_vllm_version("0.12.0"), **kw).kept_bytes == 12_288 * 8192 * 2 + pixels
+    # V0 has no video profile: the image stays
+    assert "image" in encoder_pass(model, parse_vllm_version("0.8.3", "V0"), **kw).basis
