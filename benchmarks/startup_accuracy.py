@@ -95,6 +95,7 @@ def case_flags(case: dict, kv_cache_memory_bytes: int | None = None) -> dict:
         "engine": case["engine"],
         "kv_cache_memory_bytes": kv_cache_memory_bytes,
         "flashinfer_sampler": case.get("flashinfer_sampler") or "auto",
+        "language_model_only": bool(case.get("language_model_only")),
     }
     if case.get("expert_parallel_size"):
         flags["expert_parallel_size"] = case["expert_parallel_size"]

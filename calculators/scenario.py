@@ -55,6 +55,7 @@ class Scenario(BaseModel):
     max_num_seqs: int | None = Field(default=None, ge=1)
     block_size: int | None = Field(default=None, ge=1, le=4096)
     enforce_eager: bool = False
+    language_model_only: bool = False
     flashinfer_sampler: str = "auto"
     vllm_version: str = DEFAULT_VLLM_VERSION
     kv_cache_memory_gib: float | None = Field(default=None, gt=0)
@@ -77,6 +78,7 @@ class Scenario(BaseModel):
                 "max_model_len": self.max_model_len, "max_num_batched_tokens": self.max_num_batched_tokens,
                 "max_num_seqs": self.max_num_seqs, "block_size": self.block_size,
                 "enforce_eager": self.enforce_eager, "flashinfer_sampler": self.flashinfer_sampler,
+                "language_model_only": self.language_model_only,
                 "vllm_version": self.vllm_version,
                 "kv_cache_memory_bytes": None if kv is None else int(kv * GiB)}
 
@@ -110,6 +112,8 @@ class Scenario(BaseModel):
                 args += [flag, str(kw[key])]
         if self.enforce_eager:
             args.append("--enforce-eager")
+        if self.language_model_only:
+            args.append("--language-model-only")
         args += ["--seq-len-mean", repr(float(self.length_mix_mean))]
         if self.p95_len is not None:
             args += ["--seq-len-p95", repr(float(self.p95_len))]
@@ -124,7 +128,8 @@ QUERY_KEYS: dict[str, tuple[str, str]] = {
     "kv_dtype": ("kv_cache_dtype", "str"), "util": ("gpu_memory_utilization", "float"),
     "max_len": ("max_model_len", "opt_int"), "mnbt": ("max_num_batched_tokens", "opt_int"),
     "max_seqs": ("max_num_seqs", "opt_int"), "block": ("block_size", "opt_int"),
-    "eager": ("enforce_eager", "bool"), "sampler": ("flashinfer_sampler", "str"), "vllm": ("vllm_version", "str"),
+    "eager": ("enforce_eager", "bool"), "lm_only": ("language_model_only", "bool"),
+    "sampler": ("flashinfer_sampler", "str"), "vllm": ("vllm_version", "str"),
     "kv_mem": ("kv_cache_memory_gib", "opt_float"), "mean_len": ("mean_len", "opt_float"),
     "p95_len": ("p95_len", "opt_float"),
     "in": ("input_len", "float"), "out": ("output_len", "float"), "rate": ("request_rate_per_s", "float"),

@@ -187,6 +187,9 @@ def sidebar() -> tuple[Scenario, dict]:
                                           help=f"tokens per KV-cache page; {_AUTO}", **BIND)
         v["enforce_eager"] = st.checkbox("enforce_eager", key="eager", **BIND,
                                          help="no CUDA graphs: saves their memory, costs time per step")
+        v["language_model_only"] = st.checkbox(
+            "language_model_only", key="lm_only", **BIND,
+            help="multimodal models: load and profile no vision or audio tower (vLLM's --language-model-only)")
         v["flashinfer_sampler"] = st.selectbox(
             "FlashInfer sampler", FLASHINFER_SAMPLER_CHOICES, key="sampler", **BIND,
             help="on if your start-up log says 'Using FlashInfer for top-p & top-k sampling', off if it falls back "

@@ -34,6 +34,8 @@ def _add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-num-seqs", type=int)
     p.add_argument("--block-size", type=int)
     p.add_argument("--enforce-eager", action="store_true")
+    p.add_argument("--language-model-only", action="store_true",
+                   help="a multimodal model without its vision and audio towers (vLLM's flag of that name)")
     p.add_argument("--flashinfer-sampler", default="auto", choices=FLASHINFER_SAMPLER_CHOICES,
                    help="whether the profile run samples with FlashInfer: 'on' if the start-up log says 'Using "
                         "FlashInfer for top-p & top-k sampling', 'off' if it falls back to the PyTorch-native "
@@ -63,7 +65,7 @@ def cmd_capacity(a: argparse.Namespace) -> int:
         max_model_len=a.max_model_len, max_num_batched_tokens=a.max_num_batched_tokens, max_num_seqs=a.max_num_seqs,
         block_size=a.block_size, enforce_eager=a.enforce_eager, kv_cache_memory_bytes=a.kv_cache_memory,
         vllm_version=a.vllm_version, engine=a.engine, expert_parallel_size=tp if a.enable_expert_parallel else None,
-        flashinfer_sampler=a.flashinfer_sampler)
+        flashinfer_sampler=a.flashinfer_sampler, language_model_only=a.language_model_only)
     cal = load_calibration(a.calibration)
     served = a.model if not (a.model.endswith(".json") or Path(a.model).is_file()) else model.id
     doc = capacity_document(model, result, mean_len=a.seq_len_mean, p95_len=a.seq_len_p95, served_name=served)

@@ -58,22 +58,27 @@ def kv_heads_per_rank(num_key_value_heads: ArrayLike, tensor_parallel_size: Arra
 def check_tensor_parallel(model: ModelSpec, tensor_parallel_size: ArrayLike) -> np.ndarray:
     """Validate ``tensor_parallel_size`` against the heads as vLLM does, and return it as an array."""
     tp = np.asarray(positive_int("tensor_parallel_size", tensor_parallel_size))
-    heads, kv = model.num_attention_heads, model.num_key_value_heads
+    heads = model.num_attention_heads
     if np.any(heads % tp):
         raise InvalidInputError("tensor_parallel_size", tp.tolist(),
                                 f"a divisor of num_attention_heads ({heads}) for {model.id}")
-    if not model.is_mla and np.any(np.where(tp <= kv, kv % tp, tp % kv)):
-        raise InvalidInputError("tensor_parallel_size", tp.tolist(),
-                                f"a divisor or a multiple of num_key_value_heads ({kv}) for {model.id}")
+    names = {"num_key_value_heads": model.num_key_value_heads,
+             "num_global_key_value_heads": model.num_global_key_value_heads}
+    for name, kv in names.items():
+        if kv is not None and not model.is_mla and np.any(np.where(tp <= kv, kv % tp, tp % kv)):
+            raise InvalidInputError("tensor_parallel_size", tp.tolist(),
+                                    f"a divisor or a multiple of {name} ({kv}) for {model.id}")
     return tp
 
 
 def kv_bytes_per_token_per_layer(model: ModelSpec, *, tensor_parallel_size: ArrayLike = 1,
                                  kv_cache_dtype: str = "auto", dtype: str = "auto",
-                                 mla_align_bytes: int = 1, mla_latent: bool = True) -> np.ndarray:
-    """KV bytes one token costs in one attention layer on one GPU [bytes].
+                                 mla_align_bytes: int = 1, mla_latent: bool = True,
+                                 layer_type: str = "full_attention") -> np.ndarray:
+    """KV bytes one token costs in one attention layer of kind ``layer_type`` on one GPU [bytes].
 
-    Standard attention: ``2 · max(1, H_kv // tp) · head_dim · s``. MLA:
+    Standard attention: ``2 · max(1, H_kv // tp) · head_dim · s``, with the layer kind's KV heads and
+    head_dim (:meth:`ModelSpec.attention_dims`: Gemma 4's full-attention layers have their own). MLA:
     ``(kv_lora_rank + qk_rope_head_dim) · s``, replicated on every TP rank, padded up to a
     multiple of ``mla_align_bytes`` (256 in vLLM's V0 engine, 1 elsewhere); with ``mla_latent`` false
     (vLLM before 0.7.1), ``2 · (H // tp) · PRE_MLA_HEAD_DIM · s``: every query head's K and V, padded.
@@ -86,7 +91,8 @@ def kv_bytes_per_token_per_layer(model: ModelSpec, *, tensor_parallel_size: Arra
         mla = model.mla_dims
         latent = (mla.kv_lora_rank + mla.qk_rope_head_dim) * s
         return np.broadcast_to(-(-latent // mla_align_bytes) * mla_align_bytes, tp.shape).astype(np.int64)
-    return (2 * kv_heads_per_rank(model.num_key_value_heads, tp) * model.head_dim * s).astype(np.int64)
+    kv_heads, head_dim = model.attention_dims(layer_type)
+    return (2 * kv_heads_per_rank(kv_heads, tp) * head_dim * s).astype(np.int64)
 
 
 def pp_layer_partition(num_layers: int, pipeline_parallel_size: int) -> list[int]:
@@ -114,6 +120,18 @@ def stage_layer_types(model: ModelSpec, pipeline_parallel_size: int = 1) -> list
     return out
 
 
+def stage_kv_layer_types(model: ModelSpec, pipeline_parallel_size: int = 1) -> list[tuple[str, ...]]:
+    """The attention kind of every layer that keeps a KV cache, grouped by pipeline stage: the trailing
+    ``num_kv_shared_layers`` read an earlier layer's cache and keep none (vLLM's ``get_kv_cache_spec``
+    skips a layer with a ``kv_sharing_target_layer_name``)."""
+    out: list[tuple[str, ...]] = []
+    start = 0
+    for kinds in stage_layer_types(model, pipeline_parallel_size):
+        out.append(tuple(k for i, k in enumerate(kinds, start) if i < model.kv_cache_layers))
+        start += len(kinds)
+    return out
+
+
 def layer_window(model: ModelSpec, layer_type: str) -> float:
     """Tokens a layer of this kind keeps per sequence: its window, or unbounded (inf)."""
     if layer_type == "sliding_attention":
@@ -133,12 +151,14 @@ def kv_bytes_per_token(model: ModelSpec, *, tensor_parallel_size: ArrayLike = 1,
     """KV bytes per token on the most loaded GPU, counting every layer as if it kept all tokens.
 
     This is the figure datasheets and vLLM's page size use (``Σ page_bytes / block_size`` over
-    the stage's layers). Windowed layers are capped in :func:`kv_bytes_per_sequence`.
+    the stage's layers that keep a cache). Windowed layers are capped in :func:`kv_bytes_per_sequence`.
     Golden: Llama-3.1-70B bf16 = 2·80·8·128·2 = 327,680 B at TP1; 81,920 at TP4.
     """
-    per_layer = kv_bytes_per_token_per_layer(model, tensor_parallel_size=tensor_parallel_size,
-                                             kv_cache_dtype=kv_cache_dtype, dtype=dtype)
-    return per_layer * max(pp_layer_partition(model.num_hidden_layers, pipeline_parallel_size))
+    kw = dict(tensor_parallel_size=tensor_parallel_size, kv_cache_dtype=kv_cache_dtype, dtype=dtype)
+    stages = [sum((kv_bytes_per_token_per_layer(model, layer_type=k, **kw) for k in kinds),
+                  start=np.zeros(np.shape(tensor_parallel_size), dtype=np.int64))
+              for kinds in stage_kv_layer_types(model, pipeline_parallel_size)]
+    return np.max(np.stack(stages), axis=0)
 
 
 def kv_bytes_per_sequence(model: ModelSpec, seq_len: ArrayLike, *, tensor_parallel_size: ArrayLike = 1,
@@ -150,13 +170,12 @@ def kv_bytes_per_sequence(model: ModelSpec, seq_len: ArrayLike, *, tensor_parall
     every layer is rounded up to whole blocks (paged attention allocates blocks, not tokens).
     """
     n = np.asarray(positive_int("seq_len", seq_len), dtype=np.float64)
-    per_layer = kv_bytes_per_token_per_layer(model, tensor_parallel_size=tensor_parallel_size,
-                                             kv_cache_dtype=kv_cache_dtype, dtype=dtype)
+    kw = dict(tensor_parallel_size=tensor_parallel_size, kv_cache_dtype=kv_cache_dtype, dtype=dtype)
     b = 1 if block_size is None else int(positive_int("block_size", block_size, scalar=True))
     worst: np.ndarray | None = None
-    for kinds in stage_layer_types(model, pipeline_parallel_size):
-        tokens = sum(np.ceil(np.minimum(n, layer_window(model, k)) / b) * b for k in kinds)
-        stage = tokens * per_layer
+    for kinds in stage_kv_layer_types(model, pipeline_parallel_size):
+        stage = sum(np.ceil(np.minimum(n, layer_window(model, k)) / b) * b
+                    * kv_bytes_per_token_per_layer(model, layer_type=k, **kw) for k in kinds)
         worst = stage if worst is None else np.maximum(worst, stage)
     assert worst is not None  # pp_layer_partition always gives at least one stage
     return worst

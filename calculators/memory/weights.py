@@ -59,8 +59,9 @@ class Linear:
     role: str = ""
 
 
-def _attention(m: ModelSpec) -> list[Linear]:
-    h, H, d = m.hidden_size, m.num_attention_heads, m.head_dim
+def _attention(m: ModelSpec, layer: int) -> list[Linear]:
+    h, H = m.hidden_size, m.num_attention_heads
+    kv_heads, d = m.attention_dims(m.layer_types[layer])
     if m.is_mla:
         mla = m.mla_dims
         qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
@@ -69,17 +70,18 @@ def _attention(m: ModelSpec) -> list[Linear]:
         return q + [Linear(h, mla.kv_lora_rank + mla.qk_rope_head_dim, 1, "none", True),
                     Linear(mla.kv_lora_rank, H * (mla.qk_nope_head_dim + mla.v_head_dim), 1, "tp", True),
                     Linear(H * mla.v_head_dim, h, 1, "tp", True)]
-    kv = m.num_key_value_heads * d
-    return [Linear(h, H * d, 1, "tp", True, m.attention_bias, "q"), Linear(h, kv, 1, "kv", True, m.attention_bias, "k"),
-            Linear(h, kv, 1, "kv", True, m.attention_bias, "v"),
+    # vLLM allocates K and V for every layer, the KV-shared ones and Gemma 4's k == v ones included
+    kv, split = kv_heads * d, "global_kv" if kv_heads != m.num_key_value_heads else "kv"
+    return [Linear(h, H * d, 1, "tp", True, m.attention_bias, "q"), Linear(h, kv, 1, split, True, m.attention_bias, "k"),
+            Linear(h, kv, 1, split, True, m.attention_bias, "v"),
             Linear(H * d, h, 1, "tp", True, m.attention_bias and m.architecture.startswith("GptOss"), "o")]
 
 
 def _ffn(m: ModelSpec, layer: int) -> list[Linear]:
     h, mats = m.hidden_size, 3 if m.gated_mlp else 2
     if layer not in m.moe_layers:
-        return [Linear(h, m.intermediate_size, mats - 1, "tp", True, role="gate_up"),
-                Linear(m.intermediate_size, h, 1, "tp", True, role="down")]
+        width = m.intermediate_size * (2 if m.use_double_wide_mlp and layer >= m.kv_cache_layers else 1)
+        return [Linear(h, width, mats - 1, "tp", True, role="gate_up"), Linear(width, h, 1, "tp", True, role="down")]
     bias = m.architecture.startswith("GptOss")
     out = [Linear(h, m.num_experts, 1, "none", False, bias),
            Linear(h, m.moe_intermediate_size, mats * m.num_experts, "experts", True, bias)]
@@ -88,9 +90,16 @@ def _ffn(m: ModelSpec, layer: int) -> list[Linear]:
     return out
 
 
+def _per_layer_input(m: ModelSpec) -> list[Linear]:
+    """Gemma 3n/4's per-layer input gate (hidden → P) and projection (P → hidden), replicated on every rank
+    (``ReplicatedLinear`` in vLLM's ``Gemma4DecoderLayer``); none without per-layer inputs."""
+    p = m.hidden_size_per_layer_input
+    return [Linear(m.hidden_size, p, 1, "none", False), Linear(p, m.hidden_size, 1, "none", False)] if p else []
+
+
 def decoder_layer(m: ModelSpec, layer: int) -> list[Linear]:
-    """The linear layers of decoder layer ``layer`` (attention, then FFN or MoE)."""
-    return _attention(m) + _ffn(m, layer)
+    """The linear layers of decoder layer ``layer`` (attention, then FFN or MoE, then per-layer inputs)."""
+    return _attention(m, layer) + _ffn(m, layer) + _per_layer_input(m)
 
 
 def linear_bytes(lin: Linear, quantization: str, act_bytes: int, group_size: int = QUANT_GROUP) -> float:
@@ -161,8 +170,10 @@ def _shard(lin: Linear, m: ModelSpec, tp: np.ndarray, ep: np.ndarray | None) -> 
     """Fraction of a linear that one GPU holds."""
     if lin.split == "tp":
         return 1 / tp
-    if lin.split == "kv":
-        return kv_heads_per_rank(m.num_key_value_heads, tp) / m.num_key_value_heads
+    if lin.split in ("kv", "global_kv"):
+        heads = m.num_global_key_value_heads if lin.split == "global_kv" else m.num_key_value_heads
+        if heads is not None:  # a model without global KV heads has no global_kv linears to shard
+            return kv_heads_per_rank(heads, tp) / heads
     if lin.split == "experts":
         return 1 / (tp if ep is None else ep)
     return np.ones_like(tp, dtype=np.float64)
@@ -187,7 +198,7 @@ def resolve_quantization(model: ModelSpec, quantization: str | None) -> str:
     return q
 
 
-SPLITS = ("tp", "kv", "none", "experts")
+SPLITS = ("tp", "kv", "global_kv", "none", "experts")
 
 
 @lru_cache(maxsize=1024)
@@ -242,7 +253,7 @@ def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike 
             pad = expert_rank_padding(model, q, tp, ep) if split == "experts" else 1.0
             total = total + nbytes * shard(model, split, tp, ep) * pad
         if i == 0:
-            total = total + embed + model.encoder_params * s / tp
+            total = total + embed + _per_layer_embedding_bytes(model, s, tp) + model.encoder_params * s / tp
         if i == len(parts) - 1:
             total = total + h * s + (lm_head if (not model.tie_word_embeddings or len(parts) > 1) else 0)
         stages.append(total)
@@ -262,6 +273,18 @@ def _embedding_bytes(model: ModelSpec, quantization: str, act_bytes: int,
     token, output = gguf.embedding_block_types(gguf.file_type(quantization), model.tie_word_embeddings)
     return (gguf.matrix_bytes(token, 1, model.hidden_size) * rows,
             gguf.matrix_bytes(output, 1, model.hidden_size) * rows)
+
+
+def _per_layer_embedding_bytes(model: ModelSpec, act_bytes: int, tp: np.ndarray) -> np.ndarray:
+    """Gemma 3n/4's per-layer input table and its projection on one GPU [bytes]: ``embed_tokens_per_layer``
+    (``vocab_size_per_layer_input`` rows, padded to 64 and split by TP like the token embedding, ``L × P`` wide)
+    and ``per_layer_model_projection`` (hidden → ``L × P``, column-parallel), in the activation dtype
+    (vLLM's ``Gemma4Model``; E2B: 262,144 × 35 × 256 = 2.35 B parameters). 0 without per-layer inputs."""
+    width = model.num_hidden_layers * model.hidden_size_per_layer_input
+    if not width:
+        return np.zeros_like(tp)
+    rows = np.ceil(np.ceil(model.vocab_size_per_layer_input / VOCAB_PADDING) * VOCAB_PADDING / tp)
+    return (rows * width + model.hidden_size * width / tp) * act_bytes
 
 
 def expert_rank_padding(model: ModelSpec, quantization: str, tp: np.ndarray, ep: np.ndarray | None) -> np.ndarray:
@@ -287,6 +310,8 @@ def parameter_counts(model: ModelSpec) -> dict[str, float]:
     LM head count once each (once in all if tied). Norms and biases included.
     """
     embed = model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
+    per_layer = model.num_hidden_layers * model.hidden_size_per_layer_input
+    embed += (model.vocab_size_per_layer_input + model.hidden_size) * per_layer  # Gemma 3n/4 per-layer inputs
     total = active = float(embed + model.hidden_size)
     for layer in range(model.num_hidden_layers):
         for lin in decoder_layer(model, layer):

@@ -259,25 +259,29 @@ def _coefficients(r: Roofline) -> Coefficients:
     total = weight_bytes_per_gpu(m, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=q,
                                  dtype=r.dtype)
     hit = m.num_experts_per_tok / m.num_experts if m.is_moe else 0.0
-    params = sum(sums[k][1] * shard(m, k, tp) for k in ("tp", "kv", "none")) + sums["experts"][1] * hit / tp
+    params = (sum(sums[k][1] * shard(m, k, tp) for k in ("tp", "kv", "global_kv", "none"))
+              + sums["experts"][1] * hit / tp)
     lm_head = 2 * m.hidden_size * m.vocab_size / tp
-    per_layer_kv = kv_bytes_per_token_per_layer(m, tensor_parallel_size=tp, kv_cache_dtype=r.kv_cache_dtype,
-                                                dtype=r.dtype).astype(np.float64)
     windowed = [t for t in m.layer_types if t != "full_attention"]
     n_win = len(windowed) * frac
     n_full = m.num_hidden_layers * frac - n_win
+    window_kind = windowed[0] if windowed else "full_attention"
+    # every layer reads the cache of its kind, a KV-shared one the cache of the layer it shares (Gemma 3n/4)
+    kv_full, kv_window = (kv_bytes_per_token_per_layer(m, tensor_parallel_size=tp, kv_cache_dtype=r.kv_cache_dtype,
+                                                       dtype=r.dtype, layer_type=k).astype(np.float64)
+                          for k in ("full_attention", window_kind))
     heads = m.num_attention_heads / tp
     if m.is_mla:
         mla = m.mla_dims
-        attn = 2 * heads * (2 * mla.kv_lora_rank + mla.qk_rope_head_dim)
+        attn_full = attn_window = 2 * heads * (2 * mla.kv_lora_rank + mla.qk_rope_head_dim)
     else:
-        attn = 4 * heads * m.head_dim
+        attn_full, attn_window = (4 * heads * m.attention_dims(k)[1] for k in ("full_attention", window_kind))
     return Coefficients(
         dense_weight_bytes=total - experts, expert_weight_bytes=experts, expert_hit_fraction=hit,
-        kv_full_bytes_per_token=per_layer_kv * n_full, kv_window_bytes_per_token=per_layer_kv * n_win,
+        kv_full_bytes_per_token=kv_full * n_full, kv_window_bytes_per_token=kv_window * n_win,
         window_tokens=layer_window(m, windowed[0]) if windowed else np.inf,
         linear_flop_per_token=2 * params * frac + lm_head / pp,
-        attn_full_flop_per_token_ctx=attn * n_full, attn_window_flop_per_token_ctx=attn * n_win,
+        attn_full_flop_per_token_ctx=attn_full * n_full, attn_window_flop_per_token_ctx=attn_window * n_win,
         peak_flop_per_s=g.peak_flop_per_s[r.dtype_used], bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s,
         allreduce_bytes_per_token=m.hidden_size * s, link_bytes_per_s=g.scale_up_bytes_per_s_per_direction,
         layers_per_stage=layers, tp=tp, pp=pp, mla=m.is_mla, moe_layers_per_stage=layers if m.is_moe else 0.0)

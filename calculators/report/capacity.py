@@ -12,6 +12,15 @@ from calculators.vllm.concurrency import pool_blocks
 FORMAT_VERSION = 1
 
 
+def _block_tokens(stage: dict, settings: dict) -> str:
+    """Tokens a block holds: ``block_size``, or per layer kind where vLLM gave the kinds with smaller pages
+    bigger blocks (Gemma 4)."""
+    sizes = {g["layer_type"].replace("_attention", ""): g["block_size"] for g in stage["kv_groups"]}
+    if len(set(sizes.values())) <= 1:
+        return f"{settings['block_size']} tokens"
+    return ", ".join(f"{n} tokens of {kind} attention" for kind, n in sizes.items())
+
+
 def _estimate(e) -> dict:
     return {"bytes": e.value, "low_bytes": e.low, "high_bytes": e.high, "basis": e.basis}
 
@@ -94,7 +103,7 @@ def capacity_text(doc: dict) -> str:
               f"  KV cache      {st['available_kv_cache']['bytes'] / g:9.2f} GiB  "
               f"({st['available_kv_cache']['basis']})",
               "",
-              f"KV cache: {doc['kv_cache_bytes_per_token']:,} B/token per GPU; block of {s['block_size']} tokens = "
+              f"KV cache: {doc['kv_cache_bytes_per_token']:,} B/token per GPU; block of {_block_tokens(st, s)} = "
               f"{st['bytes_per_block']:,} B; num_gpu_blocks = floor(KV bytes / block bytes) = "
               f"{doc['num_gpu_blocks']:,}",
               f"Result: {doc['message']}"]

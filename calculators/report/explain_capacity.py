@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from typing import TYPE_CHECKING
 
-from calculators.memory.kv_cache import kv_element_bytes, kv_heads_per_rank
+from calculators.memory.kv_cache import kv_element_bytes, kv_heads_per_rank, stage_kv_layer_types
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.units import GiB
 from calculators.vllm.versions import parse_vllm_version
@@ -114,12 +115,20 @@ def math_kv_bytes_per_token(model: ModelSpec, doc: dict) -> dict:
         sub = (f"({model.kv_lora_rank} + {model.qk_rope_head_dim}) × {s_bytes} × {layers} = "
                f"{doc['kv_cache_bytes_per_token']:,} B")
     else:
-        heads = int(kv_heads_per_rank(model.num_key_value_heads, s["tensor_parallel_size"]))
-        formula = ("2 (K and V) × max(1, num_key_value_heads // tensor_parallel_size) × head_dim × "
-                   "bytes_per_element × layers_on_gpu")
-        sub = (f"2 × max(1, {model.num_key_value_heads} // {s['tensor_parallel_size']}) × {model.head_dim} × "
-               f"{s_bytes} × {layers} = 2 × {heads} × {model.head_dim} × {s_bytes} × {layers} = "
-               f"{doc['kv_cache_bytes_per_token']:,} B")
+        kinds = stage_kv_layer_types(model, s["pipeline_parallel_size"])[doc["binding_stage"]]
+        per_kind = Counter(model.attention_dims(k) for k in kinds)  # (KV heads, head_dim) → layers keeping KV
+        tp = s["tensor_parallel_size"]
+        if len(per_kind) == 1 and len(kinds) == layers:
+            (kv, d), n = next(iter(per_kind.items()))
+            formula = ("2 (K and V) × max(1, num_key_value_heads // tensor_parallel_size) × head_dim × "
+                       "bytes_per_element × layers_on_gpu")
+            sub = (f"2 × max(1, {kv} // {tp}) × {d} × {s_bytes} × {n} = "
+                   f"2 × {int(kv_heads_per_rank(kv, tp))} × {d} × {s_bytes} × {n} = {doc['kv_cache_bytes_per_token']:,} B")
+        else:
+            formula = ("Σ over the layer kinds that keep a KV cache (KV-shared layers keep none): 2 (K and V) × "
+                       "max(1, kv_heads // tensor_parallel_size) × head_dim × bytes_per_element × layers")
+            terms = [f"2 × {int(kv_heads_per_rank(kv, tp))} × {d} × {s_bytes} × {n}" for (kv, d), n in per_kind.items()]
+            sub = f"{' + '.join(terms)} = {doc['kv_cache_bytes_per_token']:,} B"
     return {"formula": formula, "substituted": sub, "sources": [
         f"num_key_value_heads, head_dim, num_hidden_layers: config of {model.id} ({model.source or 'user config'})",
         f"bytes_per_element = {s_bytes}: kv_cache_dtype={s['kv_cache_dtype']}, dtype={s['dtype']}",

@@ -35,6 +35,11 @@ UNGATED_MLP_MODEL_TYPES = frozenset({"phi", "gpt_neox", "gptj", "gpt2", "starcod
                                      "gpt_bigcode", "codegen"})
 
 MAX_CONFIG_BYTES = 2_000_000
+#: Vision towers whose MLP is gated (gate, up, down) though their activation is not SiLU: Gemma 4's
+#: (``Gemma4VisionMLP`` in transformers' modeling_gemma4.py).
+GATED_VISION_ENCODERS = frozenset({"gemma4_vision"})
+#: Audio encoders built as conformers (Gemma 3n, Gemma 4 E2B/E4B): sized by :func:`_conformer_params`.
+CONFORMER_AUDIO_ENCODERS = frozenset({"gemma4_audio", "gemma3n_audio"})
 _DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "half": "float16", "float32": "float32",
            "float": "float32", "bf16": "bfloat16", "fp16": "float16"}
 _SUPPORTED_LAYER_TYPES = {"full_attention", "sliding_attention", "chunked_attention"}
@@ -48,16 +53,28 @@ _GEMMA3_TEXT_DEFAULTS: dict[str, Any] = {
     "tie_word_embeddings": True, "attention_bias": False, "sliding_window": 4096, "sliding_window_pattern": 6,
     "rope_local_base_freq": 10_000.0,
 }
+_GEMMA4_TEXT_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 262_144, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 30,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
+    "tie_word_embeddings": True, "attention_bias": False, "sliding_window": 512, "global_head_dim": 512,
+    "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262_144, "num_kv_shared_layers": 0,
+    "attention_k_eq_v": False, "use_double_wide_mlp": False, "enable_moe_block": False,
+}
 #: ``model_type`` → (the ``transformers`` class whose ``__init__`` defaults these are, the defaults of the
 #: fields this importer reads). Gemma 3: ``Gemma3TextConfig`` in
 #: ``src/transformers/models/gemma3/configuration_gemma3.py`` as released with Gemma 3 in transformers
 #: v4.50.0 (read at commit 008f5c8c29be; docs: https://huggingface.co/docs/transformers/v4.50.0/model_doc/gemma3).
 #: ``Gemma3Config`` (``model_type`` "gemma3") builds its language model from ``Gemma3TextConfig`` with the
 #: same defaults. Later releases keep these values but derive ``layer_types`` from a private
-#: ``_sliding_window_pattern`` (6) and move the RoPE bases into ``rope_parameters``.
+#: ``_sliding_window_pattern`` (6) and move the RoPE bases into ``rope_parameters``. Gemma 4:
+#: ``Gemma4TextConfig`` in ``src/transformers/models/gemma4/configuration_gemma4.py`` (transformers 5.5,
+#: read at commit 351f643ab9f5): note ``hidden_size_per_layer_input`` 256, so a config that omits it has
+#: per-layer embeddings.
 TRANSFORMERS_DEFAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "gemma3_text": ("transformers Gemma3TextConfig default", _GEMMA3_TEXT_DEFAULTS),
     "gemma3": ("transformers Gemma3TextConfig default", _GEMMA3_TEXT_DEFAULTS),
+    "gemma4_text": ("transformers Gemma4TextConfig default", _GEMMA4_TEXT_DEFAULTS),
+    "gemma4": ("transformers Gemma4TextConfig default", _GEMMA4_TEXT_DEFAULTS),
 }
 #: A default is not filled in when the config states the same thing under another name.
 _STATED_AS = {"sliding_window_pattern": ("sliding_window_pattern", "_sliding_window_pattern", "layer_types"),
@@ -164,12 +181,13 @@ def model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> Model
 
 def _model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> ModelSpec:
     assumed: list[str] = []
-    text = _fill_transformers_defaults(_text_config(cfg), assumed)
+    text = _gemma4_text(_fill_transformers_defaults(_text_config(cfg), assumed))
     _refuse_stateful_layers(text)
     fields: dict[str, Any] = {"id": id, "architecture": _architecture(cfg)}
     fields.update(_core_dims(text, assumed))
     fields.update(_attention_layout(text, fields["num_hidden_layers"]))
     fields.update(_mla(text))
+    fields.update(_layer_sharing(text, fields["num_hidden_layers"]))
     fields.update(_moe(text, fields["num_hidden_layers"], fields["intermediate_size"]))
     fields.update(_quantization(cfg.get("quantization_config") or text.get("quantization_config")))
     fields.update(_rope(text, fields))
@@ -177,6 +195,7 @@ def _model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> Mode
     fields["encoder_params"] = sum(_encoder_params(cfg.get(key), fields["hidden_size"])
                                    for key in ("vision_config", "audio_config"))
     fields["vision_encoder"] = vision_encoder_from_config(cfg, fields["hidden_size"])
+    fields.update(_unsplit_mm_item(cfg))
     fields["defaults_assumed"] = tuple(assumed)
     fields.update(metadata)
     try:
@@ -203,14 +222,20 @@ def _encoder_params(enc: Any, text_hidden: int) -> float:
     if not layers or not h:
         return 0.0
     layers += _int(enc, "num_global_layers", default=0, minimum=0)
+    kind = str(enc.get("model_type") or "")
+    if kind in CONFORMER_AUDIO_ENCODERS:
+        return _conformer_params(enc, layers, h, text_hidden)
     inter = _int(enc, "intermediate_size", "encoder_ffn_dim", default=4 * h, minimum=0)
-    gated = "silu" in str(enc.get("hidden_act", ""))
+    gated = "silu" in str(enc.get("hidden_act", "")) or kind in GATED_VISION_ENCODERS
     body = layers * (4 * h * h + (3 if gated else 2) * h * inter)
     patch = _int(enc, "patch_size", default=0, minimum=0)
     channels = _int(enc, "in_channels", "num_channels", default=3, minimum=0)
     embed = channels * patch * patch * _int(enc, "temporal_patch_size", default=1) * h
     image = _int(enc, "image_size", default=0, minimum=0)
-    positions = _int(enc, "num_position_embeddings", default=(image // patch) ** 2 if patch else 0, minimum=0)
+    # Gemma 4's patch embedder keeps a table per axis (x and y) of position_embedding_size rows
+    table = 2 * _int(enc, "position_embedding_size", default=0, minimum=0) if kind in GATED_VISION_ENCODERS else 0
+    positions = _int(enc, "num_position_embeddings", default=table or ((image // patch) ** 2 if patch else 0),
+                     minimum=0)
     merge = _int(enc, "spatial_merge_size", default=0, minimum=0)
     if merge:
         wide = h * merge * merge
@@ -220,6 +245,16 @@ def _encoder_params(enc: Any, text_hidden: int) -> float:
     else:
         projector = h * text_hidden
     return float(body + embed + positions * h + projector)
+
+
+def _conformer_params(enc: dict[str, Any], layers: int, h: int, text_hidden: int) -> float:
+    """Parameters [count] of Gemma 3n/4's conformer audio encoder, an estimate: per layer two feed-forward
+    modules (``h → 4h → h``, 8h² each), attention (4h²) and a convolution module (``h → 2h`` pointwise, a
+    depthwise kernel, ``h → h``: about 3h²); then its output projection (``h × output_proj_dims``) and the
+    projector into the language model (``output_proj_dims × text hidden``). Gemma 4 E2B: 12 layers of 1,024
+    give 0.29 B, about the 0.3 B its published size leaves for the audio tower."""
+    out = _int(enc, "output_proj_dims", default=h)
+    return float(layers * 23 * h * h + h * out + out * text_hidden)
 
 
 def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -412,6 +447,65 @@ def _attention_layout(c: dict[str, Any], layers: int) -> dict[str, Any]:
         out["sliding_window"] = _int(c, "sliding_window")
     if "chunked_attention" in kinds:
         out["attention_chunk_size"] = _int(c, "attention_chunk_size")
+    return out
+
+
+def _gemma4_text(c: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 4's text config in the names the rest of the importer reads: its 5:1 layer pattern with the last
+    layer full when ``layer_types`` is absent (``Gemma4TextConfig``), and its MoE block as experts plus a
+    dense MLP beside them, which is how vLLM's ``Gemma4DecoderLayer`` runs ``intermediate_size`` next to
+    ``num_experts`` routed experts of ``moe_intermediate_size`` (top ``top_k_experts``)."""
+    if not str(c.get("model_type") or "").startswith("gemma4"):
+        return c
+    out = dict(c)
+    layers = _int(c, "num_hidden_layers")
+    if not isinstance(c.get("layer_types"), list):
+        out["layer_types"] = ["sliding_attention" if (i + 1) % 6 and i < layers - 1 else "full_attention"
+                              for i in range(layers)]
+    if not c.get("enable_moe_block"):
+        out["num_experts"] = None
+    else:
+        out["num_experts_per_tok"] = c.get("top_k_experts")
+        out["shared_expert_intermediate_size"] = c.get("intermediate_size")
+    return out
+
+
+#: Gemma 4's dummy video: 32 frames of 70 soft tokens, each with its markers and timestamp text (78 tokens),
+#: 2,496 prompt tokens, which vLLM will not split across steps (``Gemma4ProcessingInfo``,
+#: vllm/model_executor/models/gemma4_mm.py; its start-up refuses a smaller ``max_num_batched_tokens``:
+#: "max_tokens_per_mm_item (2496) is larger than max_num_batched_tokens").
+GEMMA4_VIDEO_FRAMES, GEMMA4_TOKENS_PER_FRAME = 32, 78
+
+
+def _unsplit_mm_item(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The prompt tokens a Gemma 4 step must hold for one whole multimodal item (its 32-frame video)."""
+    if str(cfg.get("model_type") or "") == "gemma4" and isinstance(cfg.get("vision_config"), dict):
+        return {"max_tokens_per_mm_item": GEMMA4_VIDEO_FRAMES * GEMMA4_TOKENS_PER_FRAME}
+    return {}
+
+
+def _layer_sharing(c: dict[str, Any], layers: int) -> dict[str, Any]:
+    """Full-attention geometry, KV sharing and per-layer inputs where the config has them (Gemma 4, Gemma 3n).
+
+    As vLLM's ``Gemma4DecoderLayer``/``Gemma4Attention`` (vllm/model_executor/models/gemma4.py): full-attention
+    layers use ``global_head_dim`` and, when ``attention_k_eq_v``, ``num_global_key_value_heads`` KV heads; the
+    last ``num_kv_shared_layers`` layers read the cache of the last earlier layer of their kind and keep none;
+    ``hidden_size_per_layer_input`` > 0 adds a per-layer embedding table of ``vocab_size_per_layer_input`` rows.
+    """
+    out: dict[str, Any] = {}
+    if c.get("global_head_dim") is not None:
+        out["global_head_dim"] = _int(c, "global_head_dim")
+    if c.get("attention_k_eq_v") and c.get("num_global_key_value_heads") is not None:
+        out["num_global_key_value_heads"] = _int(c, "num_global_key_value_heads")
+    shared = _int(c, "num_kv_shared_layers", default=0, minimum=0)
+    if shared >= layers:
+        raise InvalidInputError("num_kv_shared_layers", shared, f"fewer than num_hidden_layers ({layers})")
+    out["num_kv_shared_layers"] = shared
+    per_layer = _int(c, "hidden_size_per_layer_input", default=0, minimum=0)
+    if per_layer:
+        out["hidden_size_per_layer_input"] = per_layer
+        out["vocab_size_per_layer_input"] = _int(c, "vocab_size_per_layer_input", "vocab_size")
+    out["use_double_wide_mlp"] = bool(c.get("use_double_wide_mlp")) and shared > 0
     return out
 
 

@@ -155,6 +155,18 @@ class ModelSpec(_Frozen):
     layer_types: tuple[LayerType, ...]
     sliding_window: int | None = Field(default=None, gt=0)
     attention_chunk_size: int | None = Field(default=None, gt=0)
+    global_head_dim: int | None = Field(
+        default=None, gt=0, description="head_dim of the full-attention layers where it differs (Gemma 4)")
+    num_global_key_value_heads: int | None = Field(
+        default=None, gt=0, description="KV heads of the full-attention layers where they differ (Gemma 4)")
+    num_kv_shared_layers: int = Field(
+        default=0, ge=0, description="last layers that read an earlier layer's KV cache and keep none (Gemma 3n/4)")
+    hidden_size_per_layer_input: int = Field(default=0, ge=0, description="per-layer input embedding width (Gemma 3n/4)")
+    vocab_size_per_layer_input: int = Field(default=0, ge=0)
+    use_double_wide_mlp: bool = Field(default=False, description="KV-shared layers' MLP twice as wide (Gemma 4)")
+    max_tokens_per_mm_item: int = Field(
+        default=0, ge=0, description="prompt tokens of the largest multimodal item where vLLM will not split one "
+                                     "across steps, so a step must hold it (Gemma 4: 2,496)")
     kv_lora_rank: int | None = Field(default=None, gt=0)
     q_lora_rank: int | None = Field(default=None, gt=0)
     qk_rope_head_dim: int | None = Field(default=None, gt=0)
@@ -191,7 +203,23 @@ class ModelSpec(_Frozen):
             raise ValueError("moe_layers must index hidden layers")
         if self.moe_layers and not (0 < self.num_experts_per_tok <= self.num_experts):
             raise ValueError("MoE layers need 0 < num_experts_per_tok <= num_experts")
+        if self.num_kv_shared_layers >= self.num_hidden_layers:
+            raise ValueError("num_kv_shared_layers must leave at least one layer that keeps a KV cache")
         return self
+
+    def attention_dims(self, layer_type: str) -> tuple[int, int]:
+        """(KV heads, head_dim) of a layer of this kind: full-attention layers take the ``global_`` values
+        where the config gives them (Gemma 4's ``Gemma4DecoderLayer``), every other kind the model's."""
+        if layer_type == "full_attention":
+            return (self.num_global_key_value_heads or self.num_key_value_heads,
+                    self.global_head_dim or self.head_dim)
+        return self.num_key_value_heads, self.head_dim
+
+    @property
+    def kv_cache_layers(self) -> int:
+        """Layers that keep a KV cache: all but the trailing ``num_kv_shared_layers`` (vLLM allocates none for a
+        layer with a ``kv_sharing_target_layer_name``)."""
+        return self.num_hidden_layers - self.num_kv_shared_layers
 
     @property
     def is_mla(self) -> bool:

@@ -47,7 +47,7 @@ def max_num_seqs_advice(model: ModelSpec, result: CapacityResult, *, mean_len: f
     """
     s, st = result.settings, result.binding
     lengths = np.minimum(np.ceil(lognormal_lengths(mean_len, p95_len)), s.max_model_len).astype(int)
-    blocks = np.array([sum(blocks_per_request(model, g, int(n), s.block_size, s.max_num_batched_tokens)
+    blocks = np.array([sum(blocks_per_request(model, g, int(n), s.max_num_batched_tokens)
                            for g in st.groups) for n in np.unique(lengths)])
     per_seq = blocks[np.searchsorted(np.unique(lengths), lengths)]
     pool = min(x.num_blocks for x in result.stages)
@@ -109,6 +109,8 @@ def vllm_serve_command(model_id: str, result: CapacityResult, max_num_seqs: int 
         parts.append("--enable-expert-parallel")
     if s.enforce_eager:
         parts.append("--enforce-eager")
+    if s.language_model_only:
+        parts.append("--language-model-only")
     parts.append(f"--max-num-seqs {max_num_seqs or s.max_num_seqs}")
     parts.append(f"--max-num-batched-tokens {s.max_num_batched_tokens}")
     return " ".join(parts)

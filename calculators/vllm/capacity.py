@@ -25,6 +25,7 @@ from calculators.memory.kv_cache import (
     kv_bytes_per_token_per_layer,
     kv_element_bytes,
     layer_window,
+    stage_kv_layer_types,
     stage_layer_types,
 )
 from calculators.memory.weights import resolve_quantization, weight_bytes_per_stage
@@ -76,14 +77,17 @@ class Settings:
     engine: str
     expert_parallel_size: int | None
     flashinfer_sampler: str
+    language_model_only: bool = False
 
 
 @dataclass(frozen=True)
 class KVGroup:
-    """Layers of one attention kind that share block ids (vLLM ``KVCacheGroupSpec``)."""
+    """Layers of one attention kind that share block ids (vLLM ``KVCacheGroupSpec``), ``block_size`` tokens a
+    block (a kind with smaller pages gets proportionally more, so every block is the same size)."""
 
     layer_type: str
     num_layers: int
+    block_size: int
 
 
 @dataclass(frozen=True)
@@ -135,31 +139,37 @@ class CapacityResult:
         return self.stages[self.binding_stage]
 
 
-def kv_groups(layer_types: tuple[str, ...], hybrid_manager: bool) -> tuple[KVGroup, ...]:
-    """Partition a stage's layers into KV-cache groups of equal size.
+def kv_groups(layer_types: tuple[str, ...], hybrid_manager: bool, page_bytes: dict[str, int],
+              block_size: int) -> tuple[KVGroup, ...]:
+    """Partition a stage's KV-cache layers into groups of equal size.
 
     One group when every layer is of one kind (or the version sizes windowed layers as full
     attention). Otherwise the group size is the smallest per-kind layer count, each kind is cut
     into ``ceil(count / size)`` groups, and short groups are padded (vLLM ``get_kv_cache_groups``).
+    ``page_bytes`` are each kind's bytes per token per layer: a kind whose page is smaller than the
+    largest gets ``block_size × ratio`` tokens a block (``unify_kv_cache_spec_page_size``,
+    vllm/v1/core/kv_cache_utils.py, v0.12.0; Gemma 4's sliding layers, half the bytes of its full ones).
     """
     kinds = layer_types if hybrid_manager else ("full_attention",) * len(layer_types)
     counts = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
-    if len(counts) == 1:
-        (kind, n), = counts.items()
-        return (KVGroup(kind, n),)
+    if len(counts) <= 1:
+        return tuple(KVGroup(kind, n, block_size) for kind, n in counts.items())
+    largest = max(page_bytes[k] for k in counts)
     size = min(counts.values())
-    return tuple(KVGroup(k, size) for k, n in counts.items() for _ in range(math.ceil(n / size)))
+    return tuple(KVGroup(k, size, block_size * largest // page_bytes[k])
+                 for k, n in counts.items() for _ in range(math.ceil(n / size)))
 
 
-def blocks_per_request(model: ModelSpec, group: KVGroup, seq_len: ArrayLike, block_size: int,
+def blocks_per_request(model: ModelSpec, group: KVGroup, seq_len: ArrayLike,
                        max_num_batched_tokens: int) -> np.ndarray:
     """Blocks one request of ``seq_len`` tokens holds in a group (vLLM ``max_memory_usage_bytes``), vectorised.
 
-    Full attention: ``ceil(len / B)``. Sliding window: ``ceil(min(window − 1 + max_num_batched_tokens,
+    With ``B`` the group's block size: full attention: ``ceil(len / B)``. Sliding window: ``ceil(min(window − 1 + max_num_batched_tokens,
     len) / B) + 1``. Chunked local: ``ceil(min(chunk + max_num_batched_tokens, len) / B)``
     (docs/vllm-memory.md §3.4, §4).
     """
     n = np.asarray(seq_len, dtype=np.int64)
+    block_size = group.block_size
     if group.layer_type == "full_attention":
         return -(-n // block_size)
     window = int(layer_window(model, group.layer_type))
@@ -170,7 +180,7 @@ def blocks_per_request(model: ModelSpec, group: KVGroup, seq_len: ArrayLike, blo
 
 def request_blocks(model: ModelSpec, groups: tuple[KVGroup, ...], seq_len: ArrayLike, s: Settings) -> np.ndarray:
     """Blocks one request of ``seq_len`` tokens holds across all KV groups (see :func:`blocks_per_request`)."""
-    return sum((blocks_per_request(model, g, seq_len, s.block_size, s.max_num_batched_tokens) for g in groups),
+    return sum((blocks_per_request(model, g, seq_len, s.max_num_batched_tokens) for g in groups),
                start=np.zeros(np.shape(seq_len), dtype=np.int64))
 
 
@@ -194,8 +204,12 @@ def resolve_settings(model: ModelSpec, gpu_memory_bytes: float, gpu_name: str, *
                      max_num_seqs: int | None = None, block_size: int | None = None, enforce_eager: bool = False,
                      kv_cache_memory_bytes: int | None = None, vllm_version: str = DEFAULT_VLLM_VERSION,
                      engine: str = "auto", expert_parallel_size: int | None = None,
-                     flashinfer_sampler: str = "auto", mla_block_size: int = 16) -> Settings:
-    """Validate the flags and fill in what vLLM would choose for those not given."""
+                     flashinfer_sampler: str = "auto", mla_block_size: int = 16,
+                     language_model_only: bool = False) -> Settings:
+    """Validate the flags and fill in what vLLM would choose for those not given.
+
+    ``language_model_only`` is vLLM's ``--language-model-only`` (the same as a ``--limit-mm-per-prompt`` of 0
+    for every modality): a multimodal model loads and profiles no vision or audio tower."""
     v = parse_vllm_version(vllm_version, engine)
     if flashinfer_sampler not in FLASHINFER_SAMPLER_CHOICES:
         raise InvalidInputError("flashinfer_sampler", flashinfer_sampler,
@@ -212,6 +226,8 @@ def resolve_settings(model: ModelSpec, gpu_memory_bytes: float, gpu_name: str, *
         raise InvalidInputError("max_model_len", mml,
                                 f"at most max_position_embeddings ({model.max_position_embeddings}) of {model.id}")
     tokens, seqs = default_scheduler_limits(v, gpu_memory_bytes / GiB, gpu_name, mml)
+    if not language_model_only:  # a step must hold a whole multimodal item where vLLM will not split one
+        tokens = max(tokens, model.max_tokens_per_mm_item)
     tokens = tokens if max_num_batched_tokens is None else max_num_batched_tokens
     seqs = seqs if max_num_seqs is None else max_num_seqs
     default_block = mla_block_size if model.is_mla and v.engine == "V1" else 16
@@ -232,7 +248,7 @@ def resolve_settings(model: ModelSpec, gpu_memory_bytes: float, gpu_name: str, *
         vllm_version=v.text, engine=v.engine,
         expert_parallel_size=None if expert_parallel_size is None else int(
             positive_int("expert_parallel_size", expert_parallel_size, scalar=True)),
-        flashinfer_sampler=flashinfer_sampler,
+        flashinfer_sampler=flashinfer_sampler, language_model_only=bool(language_model_only),
     )
 
 
@@ -267,7 +283,9 @@ def stage_overheads(model: ModelSpec, s: Settings, gpu: GPUSpec | None, num_laye
     return act, nt, cg, subtracts_cudagraphs(v, model, quantized, s.enforce_eager)
 
 
-def _stage(model: ModelSpec, ctx: _Context, i: int, kinds: tuple[str, ...], weights: float) -> StageMemory:
+def _stage(model: ModelSpec, ctx: _Context, i: int, kinds: tuple[str, ...], kv_kinds: tuple[str, ...],
+           weights: float) -> StageMemory:
+    """One pipeline stage: its ``kinds`` of layer, the ``kv_kinds`` of those that keep a KV cache, its weights."""
     s, v, budget = ctx.settings, ctx.version, ctx.budget
     act, nt, cg, cg_sub = stage_overheads(model, s, ctx.gpu, len(kinds), ctx.coefficients,
                                           last_stage=i == s.pipeline_parallel_size - 1)
@@ -279,16 +297,20 @@ def _stage(model: ModelSpec, ctx: _Context, i: int, kinds: tuple[str, ...], weig
         available = Estimate(avail(act.value, nt.value, cg.value), avail(act.high, nt.high, cg.high),
                              avail(act.low, nt.low, cg.low), "budget − weights − activation − non-torch"
                              + (" − CUDA graphs" if cg_sub else ""))
-    per_layer = int(kv_bytes_per_token_per_layer(
+    page = {k: int(kv_bytes_per_token_per_layer(
         model, tensor_parallel_size=s.tensor_parallel_size, kv_cache_dtype=s.kv_cache_dtype, dtype=s.dtype,
-        mla_align_bytes=V0_MLA_ALIGN_BYTES if v.engine == "V0" else 1, mla_latent=caches_mla_latent(v)))
-    groups = kv_groups(kinds, uses_hybrid_kv_manager(v))
-    block_bytes = s.block_size * per_layer * max(g.num_layers for g in groups)
+        mla_align_bytes=V0_MLA_ALIGN_BYTES if v.engine == "V0" else 1, mla_latent=caches_mla_latent(v),
+        layer_type=k)) for k in dict.fromkeys(kv_kinds)}
+    hybrid = uses_hybrid_kv_manager(v)
+    groups = kv_groups(kv_kinds, hybrid, page, s.block_size)
+    # a block holds one page per layer of a group; without the hybrid manager one group holds every layer's page
+    block_bytes = (max(g.block_size * page[g.layer_type] for g in groups) * max(g.num_layers for g in groups)
+                   if hybrid else s.block_size * sum(page[k] for k in kv_kinds))
 
     def blocks(x: float) -> int:
         return max(0, int(x // block_bytes))
-    return StageMemory(i, len(kinds), weights, act, nt, cg, cg_sub, available, per_layer * len(kinds), groups,
-                       block_bytes, blocks(available.value), blocks(available.low), blocks(available.high))
+    return StageMemory(i, len(kinds), weights, act, nt, cg, cg_sub, available, sum(page[k] for k in kv_kinds),
+                       groups, block_bytes, blocks(available.value), blocks(available.low), blocks(available.high))
 
 
 def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_bytes: float | None = None,
@@ -315,6 +337,8 @@ def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_by
     arch = gpu.architecture if gpu else ""
     mla_block = {"Hopper": 64, "Blackwell": 128, "Blackwell Ultra": 128}.get(arch, 16)
     s = resolve_settings(model, total, name, mla_block_size=mla_block, **flags)
+    if s.language_model_only:  # the towers are neither loaded nor profiled
+        model = model.model_copy(update={"encoder_params": 0.0, "vision_encoder": None})
     v = parse_vllm_version(s.vllm_version, s.engine)
     budget = math.ceil(total * s.gpu_memory_utilization)
     weights = weight_bytes_per_stage(model, tensor_parallel_size=s.tensor_parallel_size,
@@ -322,8 +346,10 @@ def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_by
                                      dtype=s.dtype, expert_parallel_size=s.expert_parallel_size)
     mla_layer = mla_load_bytes_per_layer(model, v, s.quantization, s.tensor_parallel_size, dtype_bytes(s.dtype))
     ctx = _Context(s, v, gpu, budget, coefficients)
-    stages = tuple(_stage(model, ctx, i, kinds, float(np.ravel(weights[i])[0]) + len(kinds) * mla_layer)
-                   for i, kinds in enumerate(stage_layer_types(model, s.pipeline_parallel_size)))
+    stages = tuple(_stage(model, ctx, i, kinds, kv_kinds, float(np.ravel(weights[i])[0]) + len(kinds) * mla_layer)
+                   for i, (kinds, kv_kinds) in enumerate(zip(stage_layer_types(model, s.pipeline_parallel_size),
+                                                            stage_kv_layer_types(model, s.pipeline_parallel_size),
+                                                            strict=True)))
     binding = min(range(len(stages)), key=lambda i: (stages[i].num_blocks, stages[i].available.value))
     return _report(model, name, total, s, v, budget, stages, binding, mla_layer)
 
@@ -342,7 +368,7 @@ def printed_kv_numbers(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVe
         return tokens, tokens / mml
     concurrency = num_blocks / int(request_blocks(model, st.groups, mml, s))
     if not v.at_least(0, 21):
-        return (num_blocks // len(st.groups)) * s.block_size, concurrency
+        return (num_blocks // len(st.groups)) * min(g.block_size for g in st.groups), concurrency
     return int(concurrency * mml), concurrency
 
 
