@@ -252,6 +252,11 @@ def _coefficients(r: Roofline) -> Coefficients:
     s = dtype_bytes(m.torch_dtype if r.dtype == "auto" else r.dtype)
     if np.any(tp > 1) and g.scale_up_bytes_per_s_per_direction <= 0:
         raise InvalidInputError("tensor_parallel_size", r.tensor_parallel_size, f"1: {g.id} has no scale-up link")
+    if np.any(tp > g.scale_up_domain):  # the all-reduce term prices the scale-up link, not a network between nodes
+        raise InvalidInputError("tensor_parallel_size", r.tensor_parallel_size,
+                                f"at most {g.scale_up_domain}, the GPUs of one {g.id} scale-up domain: tensor "
+                                "parallelism beyond it runs over the scale-out network, which the model does not "
+                                "price (use pipeline parallelism across nodes)")
     layers = max(pp_layer_partition(m.num_hidden_layers, pp))
     frac = layers / m.num_hidden_layers
     sums = stage_linear_sums(m, q, s, 0, m.num_hidden_layers)

@@ -152,11 +152,11 @@ def gpu_price(gpu: GPUSpec, override: float | None = None) -> tuple[float | None
 
 
 def enumerate_layouts(model: ModelSpec, gpus: list[GPUSpec], *, max_pp: int = 4) -> list[Layout]:
-    """TP within a node (the heads must divide), PP across nodes, EP for MoE when TP > 1."""
+    """TP within a scale-up domain (the heads must divide), PP across nodes, EP for MoE when TP > 1."""
     out = []
     for g in gpus:
         for tp in TP_SIZES:
-            if tp > g.gpus_per_node or (tp > 1 and g.scale_up_bytes_per_s_per_direction <= 0):
+            if tp > g.scale_up_domain or (tp > 1 and g.scale_up_bytes_per_s_per_direction <= 0):
                 continue
             try:
                 check_tensor_parallel(model, tp)

@@ -181,6 +181,7 @@ def model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> Model
 
 def _model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> ModelSpec:
     assumed: list[str] = []
+    _refuse_unsized_families(cfg)
     text = _gemma4_text(_fill_transformers_defaults(_text_config(cfg), assumed))
     _refuse_stateful_layers(text)
     fields: dict[str, Any] = {"id": id, "architecture": _architecture(cfg)}
@@ -278,6 +279,21 @@ def _fill_transformers_defaults(c: dict[str, Any], assumed: list[str]) -> dict[s
             out[name] = value
             assumed.append(f"{name}={value} ({rule})")
     return out
+
+
+#: Families whose memory depends on parts the importer does not size, with what those parts are.
+_UNSIZED_MODEL_TYPES = {
+    "gemma3n": "Gemma 3n's AltUp streams, LAuReL blocks, per-layer MLP widths and MobileNet vision tower",
+    "gemma3n_text": "Gemma 3n's AltUp streams, LAuReL blocks and per-layer MLP widths",
+}
+
+
+def _refuse_unsized_families(cfg: dict[str, Any]) -> None:
+    """Refuse a family whose parts this importer cannot size, naming them (rather than a misleading estimate)."""
+    kind = str(cfg.get("model_type") or "")
+    if kind in _UNSIZED_MODEL_TYPES:
+        raise InvalidInputError("model_type", kind, f"a family llmcap can size; {_UNSIZED_MODEL_TYPES[kind]} "
+                                                    "are not modelled yet")
 
 
 def _refuse_stateful_layers(c: dict[str, Any]) -> None:

@@ -47,6 +47,9 @@ class GPUSpec(_Frozen):
     scale_up_link: str
     scale_up_bytes_per_s_per_direction: float = Field(ge=0)
     gpus_per_node: int = Field(ge=1)
+    scale_up_domain_gpus: int | None = Field(
+        default=None, ge=1, description="GPUs one scale-up (NVLink) domain joins where it spans several hosts "
+                                        "(GB200/GB300 NVL72: 72); else the node's")
     tdp_w: float | None = Field(default=None, gt=0)
     prices: tuple[Price, ...] = ()
     source: str
@@ -66,6 +69,11 @@ class GPUSpec(_Frozen):
     @property
     def memory_gib(self) -> float:
         return self.memory_bytes / GiB
+
+    @property
+    def scale_up_domain(self) -> int:
+        """GPUs that tensor parallelism can span over the scale-up link: the NVLink domain, else the node."""
+        return self.scale_up_domain_gpus or self.gpus_per_node
 
     @classmethod
     def from_datasheet(cls, row: dict) -> GPUSpec:

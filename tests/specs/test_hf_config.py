@@ -368,3 +368,13 @@ def test_gemma3_linear_factor_does_not_extend_its_context():
 def test_bad_rope_factor_names_the_field():
     with pytest.raises(InvalidInputError, match="rope_scaling.factor"):
         _qwen3_32b(rope_scaling={"rope_type": "yarn", "factor": "4", "original_max_position_embeddings": 32768})
+
+
+def test_gemma3n_is_refused_with_the_parts_it_lacks():
+    """Gemma 3n's per-layer MLP widths (a list), AltUp and LAuReL are not sized: refused by name, not misread."""
+    cfg = {"model_type": "gemma3n", "text_config": {
+        "model_type": "gemma3n_text", "hidden_size": 2048, "num_hidden_layers": 5, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "head_dim": 256, "intermediate_size": [16384] * 5, "vocab_size": 262400,
+        "max_position_embeddings": 32768, "altup_num_inputs": 4, "laurel_rank": 64}}
+    with pytest.raises(InvalidInputError, match="model_type.*AltUp"):
+        model_from_config(cfg, id="google/gemma-3n-E4B-it")
