@@ -154,10 +154,13 @@ def kv_bytes_per_token(model: ModelSpec, *, tensor_parallel_size: ArrayLike = 1,
     the stage's layers that keep a cache). Windowed layers are capped in :func:`kv_bytes_per_sequence`.
     Golden: Llama-3.1-70B bf16 = 2·80·8·128·2 = 327,680 B at TP1; 81,920 at TP4.
     """
-    kw = dict(tensor_parallel_size=tensor_parallel_size, kv_cache_dtype=kv_cache_dtype, dtype=dtype)
-    stages = [sum((kv_bytes_per_token_per_layer(model, layer_type=k, **kw) for k in kinds),
-                  start=np.zeros(np.shape(tensor_parallel_size), dtype=np.int64))
-              for kinds in stage_kv_layer_types(model, pipeline_parallel_size)]
+    stages = []
+    for kinds in stage_kv_layer_types(model, pipeline_parallel_size):
+        stage = np.zeros(np.shape(tensor_parallel_size), dtype=np.int64)
+        for k in kinds:
+            stage = stage + kv_bytes_per_token_per_layer(model, tensor_parallel_size=tensor_parallel_size,
+                                                         kv_cache_dtype=kv_cache_dtype, dtype=dtype, layer_type=k)
+        stages.append(stage)
     return np.max(np.stack(stages), axis=0)
 
 
@@ -170,12 +173,14 @@ def kv_bytes_per_sequence(model: ModelSpec, seq_len: ArrayLike, *, tensor_parall
     every layer is rounded up to whole blocks (paged attention allocates blocks, not tokens).
     """
     n = np.asarray(positive_int("seq_len", seq_len), dtype=np.float64)
-    kw = dict(tensor_parallel_size=tensor_parallel_size, kv_cache_dtype=kv_cache_dtype, dtype=dtype)
     b = 1 if block_size is None else int(positive_int("block_size", block_size, scalar=True))
     worst: np.ndarray | None = None
     for kinds in stage_kv_layer_types(model, pipeline_parallel_size):
-        stage = sum(np.ceil(np.minimum(n, layer_window(model, k)) / b) * b
-                    * kv_bytes_per_token_per_layer(model, layer_type=k, **kw) for k in kinds)
+        stage = np.zeros_like(n)
+        for k in kinds:
+            per_layer = kv_bytes_per_token_per_layer(model, tensor_parallel_size=tensor_parallel_size,
+                                                     kv_cache_dtype=kv_cache_dtype, dtype=dtype, layer_type=k)
+            stage = stage + np.ceil(np.minimum(n, layer_window(model, k)) / b) * b * per_layer
         worst = stage if worst is None else np.maximum(worst, stage)
     assert worst is not None  # pp_layer_partition always gives at least one stage
     return worst

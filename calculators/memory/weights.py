@@ -72,8 +72,8 @@ def _attention(m: ModelSpec, layer: int) -> list[Linear]:
                     Linear(H * mla.v_head_dim, h, 1, "tp", True)]
     # vLLM allocates K and V for every layer, the KV-shared ones and Gemma 4's k == v ones included
     kv, split = kv_heads * d, "global_kv" if kv_heads != m.num_key_value_heads else "kv"
-    return [Linear(h, H * d, 1, "tp", True, m.attention_bias, "q"), Linear(h, kv, 1, split, True, m.attention_bias, "k"),
-            Linear(h, kv, 1, split, True, m.attention_bias, "v"),
+    return [Linear(h, H * d, 1, "tp", True, m.attention_bias, "q"),
+            Linear(h, kv, 1, split, True, m.attention_bias, "k"), Linear(h, kv, 1, split, True, m.attention_bias, "v"),
             Linear(H * d, h, 1, "tp", True, m.attention_bias and m.architecture.startswith("GptOss"), "o")]
 
 

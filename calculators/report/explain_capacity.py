@@ -122,8 +122,8 @@ def math_kv_bytes_per_token(model: ModelSpec, doc: dict) -> dict:
             (kv, d), n = next(iter(per_kind.items()))
             formula = ("2 (K and V) × max(1, num_key_value_heads // tensor_parallel_size) × head_dim × "
                        "bytes_per_element × layers_on_gpu")
-            sub = (f"2 × max(1, {kv} // {tp}) × {d} × {s_bytes} × {n} = "
-                   f"2 × {int(kv_heads_per_rank(kv, tp))} × {d} × {s_bytes} × {n} = {doc['kv_cache_bytes_per_token']:,} B")
+            sub = (f"2 × max(1, {kv} // {tp}) × {d} × {s_bytes} × {n} = 2 × {int(kv_heads_per_rank(kv, tp))} × {d} "
+                   f"× {s_bytes} × {n} = {doc['kv_cache_bytes_per_token']:,} B")
         else:
             formula = ("Σ over the layer kinds that keep a KV cache (KV-shared layers keep none): 2 (K and V) × "
                        "max(1, kv_heads // tensor_parallel_size) × head_dim × bytes_per_element × layers")

@@ -169,7 +169,8 @@ class ModelSpec(_Frozen):
         default=None, gt=0, description="KV heads of the full-attention layers where they differ (Gemma 4)")
     num_kv_shared_layers: int = Field(
         default=0, ge=0, description="last layers that read an earlier layer's KV cache and keep none (Gemma 3n/4)")
-    hidden_size_per_layer_input: int = Field(default=0, ge=0, description="per-layer input embedding width (Gemma 3n/4)")
+    hidden_size_per_layer_input: int = Field(default=0, ge=0,
+                                             description="per-layer input embedding width (Gemma 3n/4)")
     vocab_size_per_layer_input: int = Field(default=0, ge=0)
     use_double_wide_mlp: bool = Field(default=False, description="KV-shared layers' MLP twice as wide (Gemma 4)")
     max_tokens_per_mm_item: int = Field(

@@ -164,9 +164,9 @@ def blocks_per_request(model: ModelSpec, group: KVGroup, seq_len: ArrayLike,
                        max_num_batched_tokens: int) -> np.ndarray:
     """Blocks one request of ``seq_len`` tokens holds in a group (vLLM ``max_memory_usage_bytes``), vectorised.
 
-    With ``B`` the group's block size: full attention: ``ceil(len / B)``. Sliding window: ``ceil(min(window − 1 + max_num_batched_tokens,
-    len) / B) + 1``. Chunked local: ``ceil(min(chunk + max_num_batched_tokens, len) / B)``
-    (docs/vllm-memory.md §3.4, §4).
+    With ``B`` the group's block size: full attention: ``ceil(len / B)``. Sliding window:
+    ``ceil(min(window − 1 + max_num_batched_tokens, len) / B) + 1``. Chunked local:
+    ``ceil(min(chunk + max_num_batched_tokens, len) / B)`` (docs/vllm-memory.md §3.4, §4).
     """
     n = np.asarray(seq_len, dtype=np.int64)
     block_size = group.block_size

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from calculators.memory.kv_cache import kv_bytes_per_token, kv_bytes_per_sequence
+from calculators.memory.kv_cache import kv_bytes_per_sequence, kv_bytes_per_token
 from calculators.memory.weights import parameter_counts, weight_bytes_per_stage
 from calculators.specs.catalog import get_gpu
 from calculators.specs.hf_config import load_config_file, model_from_config
