@@ -88,10 +88,6 @@ def test_plan_keeps_the_scenarios_max_model_len():
     assert any("max_model_len not set" in n for n in unset.notes)
 
 
-@pytest.mark.xfail(strict=True, reason="with the coefficients refitted for the request overhead, the plan's p99 TTFT "
-                   "(TTFT + the Erlang-C p99 wait at the full batch's slot time) is 19 % above the simulator's "
-                   "(0.570 s vs 0.465 s; TPOT agrees within 3 %): the queue model misses how the simulator's tail "
-                   "arises (prefill contention, not slot waiting). Known regression, see docs/queueing.md §11")
 def test_simulator_agrees_with_the_plan_on_a_stable_load():
     # one run's p99 TTFT swings with its seed (0.16–0.84 s over seeds 0–5 for this plan: a p99 from ~15
     # requests past the 1,500th, in busy periods that last seconds), so the plan is held against the mean
