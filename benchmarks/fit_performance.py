@@ -1,6 +1,7 @@
 """Fit the performance model's default coefficients on the public corpus; write ``performance_fit.toml``.
 
-    .venv/bin/python benchmarks/fit_performance.py [--check] [--iterations N] [--engine-sd SD] [--out FILE]
+    .venv/bin/python benchmarks/fit_performance.py [--check] [--iterations N] [--engine-sd SD] [--moe-sd SD]
+                                                   [--out FILE]
 
 What is fitted (docs/performance-model.md §4): the reference set of
 :class:`~calculators.perf.roofline.Efficiencies` (12 numbers), a compute and a memory efficiency per GPU family,
@@ -65,13 +66,15 @@ class Space:
     """θ ↔ Profile: the reference (11), per-family compute and memory logit offsets, stack and engine
     log-factors."""
 
-    def __init__(self, families: list[str], engine_sd: float = ENGINE_SD) -> None:
+    def __init__(self, families: list[str], engine_sd: float = ENGINE_SD, moe_sd: float | None = None) -> None:
         self.families = families
         self.names = ([n for n, *_ in REFERENCE] + [f"family:{f}" for f in families]
                       + [f"compute:{f}" for f in families] + [f"stack:{s}" for s in STACKS]
                       + [f"engine:{e}" for e in ENGINES])
         self.mean = np.array([_to(t, v) for _, t, v, _ in REFERENCE] + [0.0] * (len(self.names) - len(REFERENCE)))
-        self.sd = np.array([sd for *_, sd in REFERENCE] + [FAMILY_SD] * 2 * len(families)
+        reference_sd = [moe_sd if moe_sd is not None and n == "moe_expert_efficiency" else sd
+                        for n, _, _, sd in REFERENCE]
+        self.sd = np.array(reference_sd + [FAMILY_SD] * 2 * len(families)
                            + [STACK_SD] * len(STACKS) + [engine_sd] * len(ENGINES))
 
     def profile(self, theta: np.ndarray) -> Profile:
@@ -193,12 +196,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=25)
     ap.add_argument("--engine-sd", type=float, default=ENGINE_SD,
                     help="prior sd of the engine-generation log-factors (smaller: pulled harder to the reference)")
+    ap.add_argument("--moe-sd", type=float, default=None,
+                    help="prior sd (logit) of the MoE expert efficiency around its start of 0.7 (default 1.5)")
     ap.add_argument("--out", type=Path, default=OUT, help="where to write the fit file")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     frame = measurements_frame()
     rows = comparable_rows(frame)
-    space = Space(sorted(rows["gpu_family"].unique()), args.engine_sd)
+    space = Space(sorted(rows["gpu_family"].unique()), args.engine_sd, args.moe_sd)
     print(f"fitting {len(space.names)} numbers on {len(rows)} rows of {rows['source_id'].nunique()} sources")
     shipped = fit(rows, space, space.mean, args.iterations)
     lines = ["# The performance model's default coefficients, fitted on the public measurement corpus.",
@@ -207,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
              f'corpus = "public measurement corpus: {len(frame)} rows, {frame["source_id"].nunique()} sources, '
              f'{len(rows)} comparable"',
              'method = "robust (Cauchy) least squares on log-ratios, sources weighted 1/sqrt(n), Gaussian prior on the '
-             f'per-family, per-stack and per-engine entries (engine sd {args.engine_sd:g})"',
+             f'per-family, per-stack and per-engine entries (engine sd {args.engine_sd:g}'
+             + ("" if args.moe_sd is None else f", MoE expert efficiency sd {args.moe_sd:g}") + ')"',
              'script = "benchmarks/fit_performance.py"', "", *profile_toml("shipped", space.profile(shipped))]
     for source in sorted(rows["source_id"].unique()):
         print(f"refit without {source}")
