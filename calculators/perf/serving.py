@@ -63,6 +63,10 @@ def slot_time_s(pm: PerformanceModel, e2e_latency_s: ArrayLike) -> np.ndarray:
     return np.asarray(e2e_latency_s, dtype=np.float64) - pm.request_overhead_s
 
 
+POISSON_TAIL = 1e-9
+"""Poisson mass the step-time average leaves out, and the overflow below which no prompt is counted as waiting."""
+
+
 def closed_loop_tpot_s(pm: PerformanceModel, concurrency: ArrayLike, input_len: ArrayLike,
                        output_len: ArrayLike) -> np.ndarray:
     """Time per output token with ``N`` requests in flight, arriving prompts mixed into the steps [s].
@@ -71,22 +75,32 @@ def closed_loop_tpot_s(pm: PerformanceModel, concurrency: ArrayLike, input_len: 
     step is taken as Poisson and the step time averaged over it — a step that gets a whole prompt runs much
     longer than one that gets none, so the mean step is not the step at the mean. Prompt tokens beyond the
     budget ``max_num_batched_tokens − N`` run as prefill-only steps the decoders wait through. The sum runs
-    to ``k ≤ λ + 8√λ + 8``, where the Poisson tail is below 1e-9.
+    over ``λ ± (8√λ + 8)``, outside which the Poisson mass is below :data:`POISSON_TAIL`, and stops at the
+    first ``k`` whose prompts fill the budget: every step from there on is the same full step, and its tail is
+    summed in closed form (``P(K ≥ k*)`` and ``E[K; K ≥ k*] = λ − Σ_{k<k*} k·p_k``), so the work is bounded by
+    ``min(16√λ, budget / I)`` terms however high the load.
     """
     n = np.asarray(positive("concurrency", concurrency), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
     lam = n / o
     room = np.maximum(_budget(pm) - n, 0.0)
-    top = int(np.ceil(np.max(lam) + 8 * np.sqrt(np.max(lam)) + 8))
-    step = overflow = np.zeros(np.broadcast_shapes(n.shape, i.shape, o.shape))
+    full = np.ceil(room / i)  # k* per element: the first k whose prompts fill the budget
+    width = 8 * np.sqrt(np.max(lam)) + 8
+    first = max(0, int(np.floor(np.min(lam) - width)))
+    last = min(int(np.ceil(np.max(lam) + width)), int(np.max(full)) - 1)
+    shape = np.broadcast_shapes(n.shape, i.shape, o.shape)
+    step = below = k_below = np.zeros(shape)
     log_lam = np.log(np.maximum(lam, 1e-300))
-    for k in range(top + 1):
-        prob = np.exp(k * log_lam - lam - math.lgamma(k + 1))
-        mixed = np.minimum(k * i, room)
-        step = step + prob * pm.mixed_step_time_s(n, i + o / 2, mixed, i)
-        overflow = overflow + prob * (k * i - mixed)
+    for k in range(first, last + 1):
+        prob = np.where(k < full, np.exp(k * log_lam - lam - math.lgamma(k + 1)), 0.0)
+        step = step + prob * pm.mixed_step_time_s(n, i + o / 2, k * i, i)
+        below, k_below = below + prob, k_below + k * prob
+    tail = np.clip(1.0 - below, 0.0, 1.0)  # P(K ≥ k*): every prompt beyond the budget waits
+    step = step + tail * pm.mixed_step_time_s(n, i + o / 2, room, i)
+    overflow = np.maximum(i * (lam - k_below) - room * tail, 0.0)
     rest = overflow * o / i  # prompts per cycle that fit no mixed step
-    extra = np.where(rest > 0, pm.prefill_time_s(i, np.maximum(rest, 1e-12)), 0.0)
+    # below the sum's own 1e-9 truncation it is rounding, not a prompt that waits for a prefill-only step
+    extra = np.where(rest > POISSON_TAIL, pm.prefill_time_s(i, np.maximum(rest, POISSON_TAIL)), 0.0)
     return step + extra / o
 
 

@@ -64,6 +64,20 @@ def test_closed_loop_runs_what_the_budget_cannot_mix_as_prefill_steps():
     assert float(closed_loop_tpot_s(Budgeted(0.010, 1e-4), 8, 1000, 50)) == pytest.approx(0.0132 + 0.0128)
 
 
+def test_closed_loop_at_any_load_is_each_element_on_its_own_and_quick():
+    """A step costs 10 ms + 0.1 ms per prompt token, with 40 − 1 = 39 budget tokens free beside one decode. At 1
+    request in flight a 1,000-token prompt arrives every 50 steps (λ = 0.02): a step that gets one is full (13.9 ms)
+    and P(K ≥ 1) = 1 − e^−0.02 = 0.019801, so the mean step is 10.07722 ms; the 20 − 39 × 0.019801 = 19.2278
+    tokens a step beyond the budget are 0.96139 prompts a cycle of prefill, 96.139 ms / 50 = 1.92278 ms: 12.000 ms,
+    every prompt token costing its 0.1 ms once. Evaluated beside a load of 10⁷ in flight, that element is unchanged
+    (the Poisson sum is not shared), and the 10⁷-request element (λ = 2·10⁵) still returns at once: the sum stops
+    where the budget is full."""
+    pm = Budgeted(0.010, 1e-4)
+    one = closed_loop_tpot_s(pm, np.array([1.0, 1e7]), 1000, 50)
+    assert one[0] == pytest.approx(0.012) == float(closed_loop_tpot_s(pm, 1.0, 1000, 50))
+    assert np.isfinite(one[1]) and one[1] > one[0]
+
+
 def test_closed_loop_beyond_the_running_cap_waits_for_a_slot():
     m = serving_metrics(PM, 24, 100, 50, max_running=8)
     # 8 run as in the closed loop of 8 above (R = 25.8 + 49 × 11.6 = 594.2 ms, 8/R requests/s); the other 16
