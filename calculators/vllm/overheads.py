@@ -44,6 +44,7 @@ FLASHINFER_SAMPLER_DEFAULT_RELEASES = ((0, 8, 0), (0, 11, 1))
 SAMPLER_PASS_WORDS = {"v0_sort": "top-p/top-k sort", "v1_sort": "top-p/top-k sort",
                       "flashinfer": "FlashInfer top-k/top-p kernel",
                       "v1_flashinfer_if_installed": "top-p/top-k sort; FlashInfer's kernel if installed",
+                      "v1_in_place": "fp32 logits, probabilities and exponential draws; top-k/top-p in place",
                       "logits": "logits only"}
 
 
@@ -74,12 +75,16 @@ class Coefficients:
 
 #: Fitted on the corpus's printed terms and implied overheads (budget − weights − KV);
 #: benchmarks/startup_accuracy.py refits them without each log's source to judge them. The forward factor
-#: is 1 (the per-token formula as derived, not fitted; its range is the spread the logs allow).
+#: is 1 (the per-token formula as derived, not fitted; its range is the spread the logs allow). So is the
+#: in-place sampler's 14 B per vocabulary entry (2 B model-dtype logits + 4 B fp32 copy + 4 B fp32
+#: probabilities + 4 B fp32 exponential draws: ``Sampler.forward`` and ``TopKTopPSampler.forward_native``
+#: in vllm/v1/sample/ of v0.21.0), its range from the bare logits to the Triton kernel's fp32 scratch.
 COEFFICIENTS = Coefficients(
     activation_base_bytes=Span(0.0, 0.35 * GiB, 0.6 * GiB),
     forward_factor=Span(0.8, 1.0, 2.6),
     sampler_bytes={"v0_sort": Span(20, 40, 40), "v1_sort": Span(30, 38, 40), "flashinfer": Span(8, 12, 20),
-                   "v1_flashinfer_if_installed": Span(8, 40, 40), "logits": Span(0, 6, 12)},
+                   "v1_flashinfer_if_installed": Span(8, 40, 40), "v1_in_place": Span(6, 14, 16),
+                   "logits": Span(0, 6, 12)},
     non_torch_bytes={"one_gpu": Span(0.0, 0.02 * GiB, 0.5 * GiB),
                      "one_gpu_before_0_7": Span(0.2 * GiB, 0.38 * GiB, 0.5 * GiB),
                      "multi_gpu": Span(0.0, 0.6 * GiB, 0.7 * GiB),
@@ -110,12 +115,17 @@ def sampler_profile(v: VllmVersion, model: ModelSpec, quantized: bool, flashinfe
     vllm/v1/worker/gpu_model_runner.py, vLLM pull request 13594). ``flashinfer``: the same requests
     through FlashInfer's top-k/top-p kernel, which sorts nothing. ``v1_flashinfer_if_installed``:
     releases that take that kernel by default whenever flashinfer is installed
-    (:data:`FLASHINFER_SAMPLER_DEFAULT_RELEASES`), when the install is not known. ``logits``: V1
-    0.7.x, 0.17+ and the V2 model runner, whose dummy batch carries no sampling parameters.
-    ``flashinfer_sampler`` (:data:`FLASHINFER_SAMPLER_CHOICES`) overrides the release's default.
+    (:data:`FLASHINFER_SAMPLER_DEFAULT_RELEASES`), when the install is not known. ``v1_in_place``: the
+    V1 runner from 0.17, whose top-k/top-p runs in place (a Triton kernel, or FlashInfer's from 0.21)
+    beside an fp32 copy of the logits, fp32 probabilities and fp32 exponential draws, whichever sampler
+    is installed. ``logits``: V1 0.7.x and the V2 model runner, whose dummy batch carries no sampling
+    parameters. ``flashinfer_sampler`` (:data:`FLASHINFER_SAMPLER_CHOICES`) overrides the release's
+    default before 0.17.
     """
-    if v.engine == "V1" and (not v.at_least(0, 8) or v.at_least(0, 17) or uses_v2_model_runner(v, model, quantized)):
+    if v.engine == "V1" and (not v.at_least(0, 8) or uses_v2_model_runner(v, model, quantized)):
         return "logits"
+    if v.engine == "V1" and v.at_least(0, 17):
+        return "v1_in_place"
     if flashinfer_sampler == "on":
         return "flashinfer"
     if v.engine == "V0":

@@ -33,7 +33,7 @@ def test_sampler_profile_by_release():
     # 0.8.0-0.11.0 take FlashInfer's kernel when flashinfer is installed (vLLM pull requests 14815, 15777)
     assert _profile("0.8.0") == _profile("0.10.2") == _profile("0.11.0") == "v1_flashinfer_if_installed"
     assert _profile("0.11.1") == "v1_sort" and _profile("0.16.0") == "v1_sort"  # opt-in from 0.11.1 (PR 26859)
-    assert _profile("0.17.1") == "logits"
+    assert _profile("0.17.1") == _profile("0.21.0") == "v1_in_place"  # the V1 runner's top-k/top-p in place
     assert _profile("0.26.0", quantized=True) == "logits"  # V2 model runner
 
 
@@ -41,7 +41,8 @@ def test_sampler_line_of_the_log_overrides_the_default():
     assert _profile("0.10.1", flashinfer="on") == "flashinfer"  # "Using FlashInfer for top-p & top-k sampling."
     assert _profile("0.10.2", flashinfer="off") == "v1_sort"  # "FlashInfer is not available. Falling back …"
     assert _profile("0.14.0", flashinfer="on") == "flashinfer"  # VLLM_USE_FLASHINFER_SAMPLER=1
-    assert _profile("0.17.1", flashinfer="off") == "logits"  # no sort from 0.17 whichever sampler runs
+    assert _profile("0.17.1", flashinfer="off") == _profile("0.21.0", flashinfer="on") == "v1_in_place"  # no sort
+
 
 
 def test_non_torch_class_by_interconnect():
@@ -80,6 +81,16 @@ def test_sampler_pass_by_hand():
     e = activation_peak(m, max_num_batched_tokens=8192, max_num_seqs=1024, tensor_parallel_size=1, act_bytes=2,
                         sampler="v1_sort")
     assert e.value == pytest.approx(1024 * 151_936 * COEFFICIENTS.sampler_bytes["v1_sort"].value)
+
+
+def test_in_place_sampler_pass_by_hand():
+    # vLLM 0.21.0's V1 runner samples 256 dummy rows of Gemma 4's 262,144-entry vocabulary: bf16 logits (2 B),
+    # their fp32 copy (4 B), fp32 probabilities (4 B) and fp32 exponential draws (4 B) live together:
+    # 256 × 262,144 × 14 B = 0.875 GiB, above the forward pass of 2,048 tokens
+    m = load_config_file(HF_CONFIGS / "google__gemma-4-E2B-it.json")
+    e = activation_peak(m, max_num_batched_tokens=2048, max_num_seqs=256, tensor_parallel_size=1, act_bytes=2,
+                        sampler=sampler_profile(parse_vllm_version("0.21.0"), m, False))
+    assert e.value == 256 * 262_144 * 14 == 0.875 * GiB
 
 
 def test_cudagraph_scales_with_capture_sizes():
