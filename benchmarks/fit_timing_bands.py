@@ -2,11 +2,12 @@
 
     .venv/bin/python benchmarks/fit_timing_bands.py [--check]
 
-The bands describe the performance model as shipped, judged on data it has not seen: for each metric, the
-10 % and 90 % quantiles of measured / predicted over every comparable row of the public measurement corpus,
+The bands describe the performance model as shipped, judged on data it has not seen: for each metric,
+source-weighted quantiles of measured / predicted over every comparable row of the public measurement corpus,
 each row predicted by the coefficients refitted without its source (the refits ``performance_fit.toml``
-stores), and the coverage of such a band on each source when that source is also left out of the quantiles
-(docs/performance-model.md §11). Re-run it whenever the model's terms or default coefficients change;
+stores), at the narrowest tail level whose coverage of each source, judged with that source also left out of
+the quantiles, averages 80 % (``calculators.perf.bands.fit_band``; docs/performance-model.md §11).
+Re-run it whenever the model's terms or default coefficients change;
 ``--check`` prints the figures without writing the file.
 """
 from __future__ import annotations
@@ -37,13 +38,15 @@ def band_toml() -> str:
              f"fitted = {dt.date.today().isoformat()}",
              f'corpus = "public measurement corpus (docs/performance-model.md §11): '
              f'{len(frame)} rows, {sources} sources"',
-             'method = "10 % and 90 % quantiles of measured / prediction by coefficients refitted without the '
-             'measurement\'s source; coverage judged leave-one-source-out"', ""]
+             'method = "source-weighted quantiles (tail, 1 - tail) of measured / prediction by coefficients refitted '
+             'without the measurement\'s source, at the narrowest tail whose leave-one-source-out coverage averages '
+             '80 % over sources"', ""]
     for metric in METRICS:
         sub = loso[loso["metric"] == metric]
         e = fit_band(sub["loso_log_ratio"], sub["source_id"])
         lines += [f"[{metric}]", f"low_factor = {e.low_factor:.4f}", f"high_factor = {e.high_factor:.4f}",
-                  f"coverage = {e.coverage:.4f}", f"n_rows = {e.n_rows}", f"n_sources = {e.n_sources}", ""]
+                  f"tail = {e.tail}", f"coverage = {e.coverage:.4f}", f"row_coverage = {e.row_coverage:.4f}",
+                  f"n_rows = {e.n_rows}", f"n_sources = {e.n_sources}", ""]
     return "\n".join(lines)
 
 

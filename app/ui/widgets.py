@@ -87,8 +87,9 @@ def band_caption(tpot_s: float | None = None, ttft_s: float | None = None,
         parts.append(f"{label} {band.range_text(given[metric], scale, unit, digits)}")
         coverage = min(coverage, band.coverage)
     if parts:
-        st.caption("80 % band from public measurements: " + " · ".join(parts) + f" (bands like these held at least "
-                   f"{coverage:.0%} of measurements from sources left out of their fit; see Model accuracy).")
+        st.caption("80 % band from public measurements: " + " · ".join(parts) + f" (bands like these held on average "
+                   f"at least {coverage:.0%} of the measurements of each source left out of their fit; see Model "
+                   "accuracy).")
 
 
 def band_factors_caption(box=st) -> None:

@@ -9,7 +9,6 @@ import streamlit as st
 
 from calculators.perf.accuracy import (
     ALL,
-    BAND_QUANTILES,
     BIAS_TARGET,
     LABELS,
     METRICS,
@@ -18,6 +17,7 @@ from calculators.perf.accuracy import (
     accuracy_report,
     worst_rows,
 )
+from calculators.perf.bands import TAIL_LEVELS, TARGET_COVERAGE
 
 PCT = st.column_config.NumberColumn(format="percent")
 _BY = {"GPU family": "gpu_family", "Source": "source_id"}
@@ -102,18 +102,22 @@ def _scatter(r: AccuracyReport, metric: str, corrected: bool):
 def _band(r: AccuracyReport, metric: str) -> None:
     band = r.band[r.band["metric"] == metric]
     cov = r.coverage[r.coverage["metric"] == metric]
-    lo, hi = BAND_QUANTILES
     if band.empty:
         return
     b = band.iloc[0]
+    tail = float(b["tail"])
     overall = cov[cov["source_id"] == ALL]
-    c = st.columns(3)
-    c[0].metric(f"{hi - lo:.0%} band, low factor", f"× {b['low_factor']:.3g}",
-                help=f"e^q{lo * 100:.0f} of the leave-one-source-out residual ln(measured / corrected)")
-    c[1].metric(f"{hi - lo:.0%} band, high factor", f"× {b['high_factor']:.3g}",
-                help=f"e^q{hi * 100:.0f} of the same residual")
-    c[2].metric("Coverage on held-out sources", "—" if overall.empty else f"{overall['coverage'].iloc[0]:.0%}",
-                help=f"share of rows inside the band fitted without their source (nominal {hi - lo:.0%})")
+    c = st.columns(4)
+    c[0].metric("80 % band, low factor", f"× {b['low_factor']:.3g}",
+                help=f"the source-weighted {tail:.1%} quantile of the leave-one-source-out residual "
+                     "ln(measured / corrected)")
+    c[1].metric("80 % band, high factor", f"× {b['high_factor']:.3g}",
+                help=f"the source-weighted {1 - tail:.1%} quantile of the same residual")
+    c[2].metric("Coverage per held-out source", "—" if overall.empty else f"{overall['coverage'].iloc[0]:.0%}",
+                help="share of a source's rows inside the band fitted without it, averaged over sources "
+                     f"(the band widens until this reaches {TARGET_COVERAGE:.0%})")
+    c[3].metric("Coverage of all held-out rows", "—" if overall.empty else f"{overall['row_coverage'].iloc[0]:.0%}",
+                help="the same, counting rows rather than sources (the largest source weighs most)")
     per = cov[cov["source_id"] != ALL]
     st.dataframe(pd.DataFrame({"Held-out source": per["source_id"], "Rows": per["n"], "Coverage": per["coverage"]}),
                  hide_index=True, column_config={"Coverage": PCT}, key=f"acc_cov_{metric}")
@@ -155,8 +159,10 @@ else the total ÷ GPUs). Error = predicted / measured − 1; the bias is its med
 
 **Leave one source out.** For each source, the coefficients are fitted again on the *other* sources only, and
 that fit predicts the source it never saw: what the model would do on a publisher it was not tuned on. The
-{BAND_QUANTILES[1] - BAND_QUANTILES[0]:.0%} band is the {BAND_QUANTILES[0]:.0%}–{BAND_QUANTILES[1]:.0%} quantiles
-of what remains; its coverage is measured on each held-out source with a band fitted without it.
+80 % band is a pair of quantiles of what remains, every source weighted alike, calibrated rather than assumed:
+the {TAIL_LEVELS[0]:.0%}/{1 - TAIL_LEVELS[0]:.0%} quantiles, widened step by step (down to
+{TAIL_LEVELS[-1]:.0%}/{1 - TAIL_LEVELS[-1]:.0%}) until a band fitted without a source holds, on average over
+sources, {TARGET_COVERAGE:.0%} of that source's rows. Where even the widest does not, its coverage says so.
 
 **Caveats.** One publisher (InferenceX) holds most compared rows, so the overall figures mostly describe it;
 the per-source table counts each publisher once.

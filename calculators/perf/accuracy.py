@@ -61,6 +61,7 @@ import pandas as pd
 
 from calculators.errors import InvalidInputError
 from calculators.perf import serving
+from calculators.perf.bands import TAIL_LEVELS, band_edges, fit_band, held_out_coverage
 from calculators.perf.coefficients import DEFAULT_ENGINE, Profile, engine_generation, load_fit
 from calculators.perf.measurements import GPUS, measurements_frame
 from calculators.perf.roofline import Efficiencies, Roofline
@@ -83,8 +84,6 @@ TARGETS = {"tpot": 0.15, "ttft": 0.25, "throughput": 0.15}
 """Target median |error| per metric (a fraction)."""
 BIAS_TARGET = 0.15
 """No GPU family's median signed error beyond ± this fraction."""
-BAND_QUANTILES = (0.10, 0.90)
-"""Quantiles of the residual log-ratio that bound the 80 % band."""
 FAMILIES = tuple(dict.fromkeys(family for family, _ in GPUS.values()))
 ALL = "all"
 """The label of a summary row over every GPU family or every source."""
@@ -625,42 +624,64 @@ def loso_rows(pred: pd.DataFrame, refits: dict[str, Profile | None] | None = Non
 
 
 def residual_band(loso: pd.DataFrame) -> pd.DataFrame:
-    """Per metric, the 10 % and 90 % quantiles of the LOSO residual ``ln(measured / corrected)`` and the
-    80 % band as factors on the corrected prediction (``low_factor = e^q10``, ``high_factor = e^q90``)."""
-    q_lo, q_hi = BAND_QUANTILES
-    g = loso.groupby("metric")["loso_log_ratio"]
-    band = pd.DataFrame({"n": g.size(), "q10_log": g.quantile(q_lo), "q90_log": g.quantile(q_hi)})
-    band["low_factor"], band["high_factor"] = np.exp(band["q10_log"]), np.exp(band["q90_log"])
-    return band.reindex([m for m in METRICS if m in band.index]).rename_axis("metric").reset_index()
+    """Per metric, the 80 % band of the LOSO residual ``ln(measured / corrected)`` as factors on the corrected
+    prediction (:func:`calculators.perf.bands.fit_band`: source-weighted quantiles at the tail level whose
+    held-out coverage reaches 80 %). A metric that only one source measures gets the first tail level and no
+    coverage. Columns: metric, n, tail, low_factor, high_factor."""
+    rows = []
+    for metric in [m for m in METRICS if m in set(loso["metric"])]:
+        sub = loso[loso["metric"] == metric]
+        if sub["source_id"].nunique() > 1:
+            e = fit_band(sub["loso_log_ratio"], sub["source_id"])
+            tail, lo, hi = e.tail, float(np.log(e.low_factor)), float(np.log(e.high_factor))
+        else:
+            tail = TAIL_LEVELS[0]
+            lo, hi = band_edges(sub["loso_log_ratio"], sub["source_id"], tail)
+        rows.append({"metric": metric, "n": len(sub), "tail": tail, "low_factor": math.exp(lo),
+                     "high_factor": math.exp(hi)})
+    return pd.DataFrame(rows, columns=["metric", "n", "tail", "low_factor", "high_factor"])
 
 
-def _held_out_band(pred: pd.DataFrame, loso: pd.DataFrame, source: str, refitted: bool) -> pd.DataFrame:
-    """``source``'s corrected rows with the band fitted without it (nested LOSO) and whether it holds them.
-    Refitted rows are already held out, so the band is the other sources' residual quantiles."""
-    others = loso[loso["source_id"] != source] if refitted else loso_rows(pred[pred["source_id"] != source])
-    band = residual_band(others).set_index("metric")
-    held = loso[loso["source_id"] == source]
-    lo, hi = held["metric"].map(band["q10_log"]), held["metric"].map(band["q90_log"])
-    r = held["loso_log_ratio"]
-    return held.assign(band_low=held["corrected"] * np.exp(lo), band_high=held["corrected"] * np.exp(hi),
-                       covered=(r >= lo) & (r <= hi), has_band=lo.notna() & hi.notna())
+def _nested_coverage(pred: pd.DataFrame, loso: pd.DataFrame, metric: str, tail: float) -> dict[str, tuple[int, float]]:
+    """Without stored refits, each source's held-out residuals depend on the other sources' corrections: the
+    edges that judge a source come from the LOSO rows of the corpus without it (nested LOSO)."""
+    out: dict[str, tuple[int, float]] = {}
+    for source in loso["source_id"].unique():
+        others = loso_rows(pred[pred["source_id"] != source])
+        others = others[others["metric"] == metric]
+        held = loso[(loso["source_id"] == source) & (loso["metric"] == metric)]["loso_log_ratio"]
+        if others.empty or held.empty:
+            continue
+        lo, hi = band_edges(others["loso_log_ratio"], others["source_id"], tail)
+        out[str(source)] = (len(held), float(((held >= lo) & (held <= hi)).mean()))
+    return out
 
 
 def band_coverage(pred: pd.DataFrame, loso: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Share of held-out rows whose measured value lies in ``corrected × [e^q10, e^q90]``, the quantiles
-    fitted without the row's source (and its correction fitted without it too). Per metric and source
-    (``source_id`` ``"all"`` for all sources); rows whose metric no other source has are not counted."""
+    """Share of held-out rows whose measured value lies in the band around their corrected prediction, with
+    the band's edges fitted without the row's source (and its correction fitted without it too), at the tail
+    level :func:`residual_band` chose. Per metric and source; the ``source_id`` ``"all"`` row gives the
+    average over sources (``coverage``, the band's criterion) and the share of all rows (``row_coverage``).
+    Rows whose metric no other source has are not counted."""
     loso = loso_rows(pred) if loso is None else loso
     refitted = bool(loso["correction_level"].isin(["refit without the source", "no refit stored (in-sample)"]).any())
-    held = pd.concat([_held_out_band(pred, loso, s, refitted) for s in loso["source_id"].unique()])
-    held = held[held["has_band"]]
     parts = []
-    for by in (["metric"], ["metric", "source_id"]):
-        g = held.groupby(by, sort=False)["covered"]
-        t = pd.DataFrame({"n": g.size(), "coverage": g.mean()}).reset_index()
-        parts.append(t if "source_id" in by else t.assign(source_id=ALL))
-    table = pd.concat(parts, ignore_index=True)[["metric", "source_id", "n", "coverage"]]
-    return _order(table.assign(gpu_family=ALL))[["metric", "source_id", "n", "coverage"]]
+    for _, band in residual_band(loso).iterrows():
+        metric, tail = band["metric"], float(band["tail"])
+        sub = loso[loso["metric"] == metric]
+        per = (held_out_coverage(sub["loso_log_ratio"], sub["source_id"], tail) if refitted
+               else _nested_coverage(pred, loso, metric, tail))
+        if not per:
+            continue
+        n = sum(k for k, _ in per.values())
+        parts.append({"metric": metric, "source_id": ALL, "n": n,
+                      "coverage": float(np.mean([c for _, c in per.values()])),
+                      "row_coverage": sum(k * c for k, c in per.values()) / n})
+        parts += [{"metric": metric, "source_id": s, "n": k, "coverage": c, "row_coverage": c}
+                  for s, (k, c) in per.items()]
+    cols = ["metric", "source_id", "n", "coverage", "row_coverage"]
+    table = pd.DataFrame(parts, columns=cols)
+    return _order(table.assign(gpu_family=ALL))[cols]
 
 
 def worst_rows(loso: pd.DataFrame, n: int = 10) -> pd.DataFrame:
@@ -803,7 +824,7 @@ def shipped_refits(pred: pd.DataFrame) -> dict[str, Profile | None]:
     return {str(s): fit.without(str(s)) for s in pred["source_id"].unique()}
 
 
-__all__ = ["ALL", "BAND_QUANTILES", "BIAS_TARGET", "FAMILIES", "LABELS", "METRICS", "TARGETS", "UNITS",
+__all__ = ["ALL", "BIAS_TARGET", "FAMILIES", "LABELS", "METRICS", "TARGETS", "UNITS",
            "AccuracyReport", "LosoResult", "Screened", "accuracy_report", "assemble", "band_coverage",
            "comparable_rows", "error_table", "fit_correction", "kv_dtype_for", "leave_one_source_out", "loso_rows",
            "per_source_view", "predict", "quantization_for", "residual_band", "resolve_model", "screen", "signed_error",

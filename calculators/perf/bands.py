@@ -1,10 +1,14 @@
 """How sure a timed figure is: the 80 % band of the shipped performance model, measured on public data.
 
 Every timed figure the product shows (TPOT, TTFT, output tokens/s) is the performance model's point
-estimate. Its band is ``[estimate × low_factor, estimate × high_factor]``, where the factors are the 10 %
-and 90 % quantiles of ``measured / predicted`` over the public measurement corpus
-(docs/performance-model.md §11) and ``coverage`` is the share of rows the band held when each source
-was left out of the quantiles that judged it (leave-one-source-out). The factors are fitted by
+estimate. Its band is ``[estimate × low_factor, estimate × high_factor]``. The factors are quantiles of
+``measured / predicted`` over the public measurement corpus (docs/performance-model.md §11), every row
+predicted by coefficients fitted without its source, and every source weighted alike (one source's
+thousand rows count no more than another's ten: a user's deployment is a setup the fit has not seen, like
+a new source). The quantiles are calibrated rather than assumed: the band takes the narrowest tail level
+of :data:`TAIL_LEVELS` whose leave-one-source-out coverage — each source's rows judged by edges fitted
+without it, the shares averaged over sources — reaches :data:`TARGET_COVERAGE`. ``coverage`` is that
+average, ``row_coverage`` the share of all held-out rows. The factors are fitted by
 ``benchmarks/fit_timing_bands.py`` and stored in ``calculators/data/timing_bands.toml`` with the date and
 corpus they came from; they describe the model as shipped, so the script is re-run whenever the model's
 terms or default coefficients change.
@@ -31,8 +35,10 @@ if TYPE_CHECKING:  # pandas only types fit_band's arguments: llmcap plan starts 
 
 Metric = Literal["tpot", "ttft", "throughput"]
 BAND_FILE = "timing_bands.toml"
-QUANTILES = (0.10, 0.90)
-"""The band's quantiles of measured/predicted: an 80 % band."""
+TARGET_COVERAGE = 0.80
+"""The share of a left-out source's measurements the band must hold, on average over sources."""
+TAIL_LEVELS = (0.10, 0.05, 0.025, 0.01)
+"""Tail levels tried in turn: the band is the ``(tail, 1 − tail)`` source-weighted quantiles."""
 #: Which edge is the pessimistic one: a longer time, a lower throughput.
 PESSIMISTIC_EDGE: dict[str, str] = {"tpot": "high", "ttft": "high", "throughput": "low"}
 
@@ -42,9 +48,12 @@ class BandEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    low_factor: float = Field(gt=0, description="10 % quantile of measured/predicted")
-    high_factor: float = Field(gt=0, description="90 % quantile of measured/predicted")
-    coverage: float = Field(ge=0, le=1, description="share of held-out rows inside the band (LOSO)")
+    low_factor: float = Field(gt=0, description="tail quantile of measured/predicted")
+    high_factor: float = Field(gt=0, description="1 − tail quantile of measured/predicted")
+    tail: float = Field(gt=0, lt=0.5, description="the quantile level of the low edge (source-weighted)")
+    coverage: float = Field(ge=0, le=1, description="share of a left-out source's rows inside the band, "
+                                                     "averaged over sources (LOSO)")
+    row_coverage: float = Field(ge=0, le=1, description="share of all held-out rows inside the band (LOSO)")
     n_rows: int = Field(ge=1, description="compared rows the quantiles come from")
     n_sources: int = Field(ge=1, description="independent sources among them")
 
@@ -76,6 +85,7 @@ class TimingBand:
     low_factor: float
     high_factor: float
     coverage: float
+    row_coverage: float
     n_rows: int
     n_sources: int
     fitted: dt.date
@@ -113,35 +123,68 @@ def timing_band(metric: str) -> TimingBand:
         raise InvalidInputError("metric", metric, f"one of {', '.join(PESSIMISTIC_EDGE)}")
     f = load_bands()
     e: BandEntry = getattr(f, metric)
-    return TimingBand(metric, e.low_factor, e.high_factor, e.coverage, e.n_rows, e.n_sources, f.fitted)
+    return TimingBand(metric, e.low_factor, e.high_factor, e.coverage, e.row_coverage, e.n_rows, e.n_sources,
+                      f.fitted)
 
 
-def _edges(log_ratio: pd.Series) -> tuple[float, float]:
-    """The band's edges in log space: the 10 % and 90 % quantiles, widened where needed to hold 0 (the
-    estimate itself), so that a model biased on unseen sources still shows its estimate inside its band."""
-    q_lo, q_hi = QUANTILES
-    return min(float(log_ratio.quantile(q_lo)), 0.0), max(float(log_ratio.quantile(q_hi)), 0.0)
+def source_weights(source: ArrayLike) -> np.ndarray:
+    """Each row's weight ``1 / rows of its source``: every source counts once in a quantile."""
+    src = np.asarray(source)
+    _, inverse, counts = np.unique(src, return_inverse=True, return_counts=True)
+    return 1.0 / counts[inverse]
+
+
+def weighted_quantile(x: ArrayLike, weights: ArrayLike, q: float) -> float:
+    """The ``q`` quantile of ``x`` with ``weights``: linear between the midpoints of each sorted value's
+    share of the total weight (with equal weights, Hazen's ``(i − ½) / n``), the ends held flat."""
+    order = np.argsort(np.asarray(x, dtype=float))
+    xs, w = np.asarray(x, dtype=float)[order], np.asarray(weights, dtype=float)[order]
+    mid = (np.cumsum(w) - w / 2) / w.sum()
+    return float(np.interp(q, mid, xs))
+
+
+def band_edges(log_ratio: ArrayLike, source: ArrayLike, tail: float) -> tuple[float, float]:
+    """The band's edges in log space: the source-weighted ``tail`` and ``1 − tail`` quantiles, widened where
+    needed to hold 0 (the estimate itself), so that a model biased on unseen sources still shows its estimate
+    inside its band."""
+    w = source_weights(source)
+    return (min(weighted_quantile(log_ratio, w, tail), 0.0), max(weighted_quantile(log_ratio, w, 1 - tail), 0.0))
+
+
+def held_out_coverage(log_ratio: ArrayLike, source: ArrayLike, tail: float) -> dict[str, tuple[int, float]]:
+    """Per source: ``(rows, share inside edges fitted without it)`` at ``tail``. Sources with no other source
+    to fit on are left out."""
+    lr, src = np.asarray(log_ratio, dtype=float), np.asarray(source)
+    out: dict[str, tuple[int, float]] = {}
+    for s in dict.fromkeys(src.tolist()):
+        mine = src == s
+        if mine.all():
+            continue
+        lo, hi = band_edges(lr[~mine], src[~mine], tail)
+        held = lr[mine]
+        out[str(s)] = (len(held), float(((held >= lo) & (held <= hi)).mean()))
+    return out
 
 
 def fit_band(log_ratio: pd.Series, source: pd.Series) -> BandEntry:
-    """Band factors from the residuals ``log_ratio`` = ln(measured/predicted) of one metric (:func:`_edges`),
-    and their coverage measured leave-one-source-out: each source's rows judged by edges fitted without it.
-    Sources with no other source to fit on are not counted in the coverage."""
-    covered, counted = 0, 0
-    for s in source.unique():
-        others = log_ratio[source != s]
-        if others.empty:
-            continue
-        lo, hi = _edges(others)
-        held = log_ratio[source == s]
-        covered += int(((held >= lo) & (held <= hi)).sum())
-        counted += len(held)
-    if counted == 0:
-        raise InvalidInputError("source", sorted(set(source)), "measurements from at least two sources")
-    lo, hi = _edges(log_ratio)
-    return BandEntry(low_factor=float(np.exp(lo)), high_factor=float(np.exp(hi)), coverage=covered / counted,
-                     n_rows=len(log_ratio), n_sources=int(source.nunique()))
+    """The band of one metric's residuals ``log_ratio`` = ln(measured/predicted) (:func:`band_edges`) at the first
+    tail level of :data:`TAIL_LEVELS` whose leave-one-source-out coverage, averaged over sources, reaches
+    :data:`TARGET_COVERAGE`; the widest level where none does (its coverage then says so)."""
+    per: dict[str, tuple[int, float]] = {}
+    for tail in TAIL_LEVELS:
+        per = held_out_coverage(log_ratio, source, tail)
+        if not per:
+            raise InvalidInputError("source", sorted(set(source)), "measurements from at least two sources")
+        if np.mean([share for _, share in per.values()]) >= TARGET_COVERAGE:
+            break
+    lo, hi = band_edges(log_ratio, source, tail)
+    rows = sum(n for n, _ in per.values())
+    return BandEntry(low_factor=float(np.exp(lo)), high_factor=float(np.exp(hi)), tail=tail,
+                     coverage=float(np.mean([share for _, share in per.values()])),
+                     row_coverage=sum(n * share for n, share in per.values()) / rows,
+                     n_rows=len(log_ratio), n_sources=len(set(np.asarray(source).tolist())))
 
 
-__all__ = ["BAND_FILE", "PESSIMISTIC_EDGE", "QUANTILES", "BandEntry", "BandFile", "TimingBand", "fit_band",
-           "load_bands", "parse_band_file", "timing_band"]
+__all__ = ["BAND_FILE", "PESSIMISTIC_EDGE", "TAIL_LEVELS", "TARGET_COVERAGE", "BandEntry", "BandFile", "TimingBand",
+           "band_edges", "fit_band", "held_out_coverage", "load_bands", "parse_band_file", "source_weights",
+           "timing_band", "weighted_quantile"]

@@ -85,8 +85,8 @@ def sized_model(pm: PerformanceModel, sizing: str) -> PerformanceModel:
 def sizing_sentence(sizing: str) -> str:
     """What the plan was sized on, in one sentence with the bands' factors and coverage (for pages and quotes)."""
     tpot, ttft = timing_band("tpot"), timing_band("ttft")
-    held = (f"80 % bands held {100 * tpot.coverage:.0f} % (TPOT) and {100 * ttft.coverage:.0f} % (TTFT) of "
-            "public measurements from sources left out of their fit")
+    held = (f"80 % bands held on average {100 * tpot.coverage:.0f} % (TPOT) and {100 * ttft.coverage:.0f} % (TTFT) "
+            "of the measurements of each public source left out of their fit")
     if sizing == "conservative":
         return (f"Conservative sizing: every engine step × {tpot.pessimistic_factor:.2f} (the TPOT band's "
                 f"pessimistic edge) and prefills that run alone × {ttft.pessimistic_factor:.2f} (the TTFT band's); "

@@ -9,7 +9,6 @@ import pandas as pd
 
 from calculators.perf.accuracy import (
     ALL,
-    BAND_QUANTILES,
     BIAS_TARGET,
     LABELS,
     METRICS,
@@ -88,17 +87,17 @@ def target_lines(report: AccuracyReport, metric: str) -> list[str]:
 
 
 def band_lines(report: AccuracyReport, metric: str) -> list[str]:
-    """The 80 % band (LOSO residual quantiles) and its coverage on held-out sources."""
+    """The 80 % band (source-weighted LOSO residual quantiles, calibrated) and its coverage on held-out sources."""
     band = report.band.set_index("metric")
     cov = report.coverage[(report.coverage["metric"] == metric) & (report.coverage["source_id"] == ALL)]
     if metric not in band.index:
         return []
     b = band.loc[metric]
-    lo, hi = BAND_QUANTILES
-    covered = "—" if cov.empty else f"{_pct(float(cov['coverage'].iloc[0]))} of {int(cov['n'].iloc[0])} rows"
-    return [f"  {hi - lo:.0%} band: measured within × {b['low_factor']:.3g} … × {b['high_factor']:.3g} of the "
-            f"corrected prediction (residual q{lo * 100:.0f}/q{hi * 100:.0f}); held-out coverage {covered} "
-            f"(nominal {hi - lo:.0%})"]
+    tail = float(b["tail"])
+    covered = ("—" if cov.empty else f"{_pct(float(cov['coverage'].iloc[0]))} of each source's rows on average, "
+               f"{_pct(float(cov['row_coverage'].iloc[0]))} of all {int(cov['n'].iloc[0])} rows")
+    return [f"  80 % band: measured within × {b['low_factor']:.3g} … × {b['high_factor']:.3g} of the corrected "
+            f"prediction (source-weighted residual quantiles {tail:.1%}/{1 - tail:.1%}); held-out coverage {covered}"]
 
 
 def worst_lines(report: AccuracyReport, metric: str | None = None, n: int = 10) -> list[str]:

@@ -156,9 +156,10 @@ def _timing(plan: LayoutPlan, sizing: str) -> list[str]:
     tlo, thi = plan.ttft_p99_band_low_s or 0.0, plan.ttft_p99_band_high_s or 0.0
     return [sizing_sentence(sizing),
             f"TPOT {plan.tpot_s * 1e3:,.1f} ms as sized; the estimate's 80 % band {lo * 1e3:,.1f}–{hi * 1e3:,.1f} ms "
-            f"(held {tpot.coverage:.0%} of measurements from sources left out of its fit)",
+            f"(held on average {tpot.coverage:.0%} of each public source's measurements when left out of its fit)",
             f"p99 TTFT {plan.ttft_p99_s * 1e3:,.0f} ms as sized; the estimate's 80 % band {tlo * 1e3:,.0f}–"
-            f"{thi * 1e3:,.0f} ms (held {ttft.coverage:.0%} of measurements from sources left out of its fit)"]
+            f"{thi * 1e3:,.0f} ms (held on average {ttft.coverage:.0%} of each public source's measurements when left "
+            "out of its fit)"]
 
 
 def _money(x: float | None, digits: int = 2) -> str:

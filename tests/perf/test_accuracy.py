@@ -24,6 +24,7 @@ from calculators.perf.accuracy import (
     screen,
     signed_error,
 )
+from calculators.perf.bands import fit_band
 from calculators.perf.coefficients import load_fit
 from calculators.perf.measurements import load_measurements
 from calculators.perf.roofline import Roofline
@@ -76,11 +77,13 @@ def test_per_source_view_counts_each_source_once():
     assert view.loc[ALL, "bias"] == pytest.approx(0.20)                  # median of +0.5, −0.1, +0.2
 
 
-def test_residual_band_quantiles_by_hand():
-    loso = pd.DataFrame({"metric": "ttft", "loso_log_ratio": np.arange(11.0)})   # 0 … 10
+def test_residual_band_is_the_shipped_band_mechanism():
+    # two sources, residuals 0 … 4 and 5 … 10: the band is bands.fit_band's, per metric
+    loso = pd.DataFrame({"metric": "ttft", "loso_log_ratio": np.arange(11.0), "source_id": ["a"] * 5 + ["b"] * 6})
     band = residual_band(loso).iloc[0]
-    assert (band["q10_log"], band["q90_log"]) == pytest.approx((1.0, 9.0))
-    assert (band["low_factor"], band["high_factor"]) == pytest.approx((math.e, math.exp(9.0)))
+    e = fit_band(loso["loso_log_ratio"], loso["source_id"])
+    assert (band["tail"], band["low_factor"], band["high_factor"]) == (e.tail, e.low_factor, e.high_factor)
+    assert band["low_factor"] == 1.0  # every residual ≥ 0: the estimate itself is the low edge
 
 
 # ---------------------------------------------------------------- screening hand-made rows

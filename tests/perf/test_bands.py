@@ -1,4 +1,5 @@
-"""The timing band: factors from residual quantiles, coverage judged leave-one-source-out (worked by hand)."""
+"""The timing band: source-weighted residual quantiles, calibrated until their leave-one-source-out coverage
+reaches 80 % (worked by hand)."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,15 @@ import pandas as pd
 import pytest
 
 from calculators.errors import InvalidInputError
-from calculators.perf.bands import fit_band, load_bands, parse_band_file, timing_band
+from calculators.perf.bands import (
+    fit_band,
+    held_out_coverage,
+    load_bands,
+    parse_band_file,
+    source_weights,
+    timing_band,
+    weighted_quantile,
+)
 
 GOOD = """fitted = 2026-12-01
 corpus = "test"
@@ -16,37 +25,72 @@ method = "test"
 [tpot]
 low_factor = 0.8
 high_factor = 1.25
+tail = 0.1
 coverage = 0.8
+row_coverage = 0.8
 n_rows = 10
 n_sources = 3
 [ttft]
 low_factor = 0.5
 high_factor = 2.0
+tail = 0.05
 coverage = 0.7
+row_coverage = 0.6
 n_rows = 10
 n_sources = 3
 [throughput]
 low_factor = 0.9
 high_factor = 1.1
+tail = 0.1
 coverage = 0.9
+row_coverage = 0.9
 n_rows = 10
 n_sources = 3
 """
 
 
-def test_fit_band_quantiles_and_leave_one_source_out_coverage():
-    # Source a: ratios 1, 1, 1, 1 (log 0); source b: ratio e (log 1); source c: ratio e^-1 (log -1).
-    log_ratio = pd.Series([0.0, 0.0, 0.0, 0.0, 1.0, -1.0])
-    source = pd.Series(["a", "a", "a", "a", "b", "c"])
-    e = fit_band(log_ratio, source)
-    # pandas' linear quantile over [-1, 0, 0, 0, 0, 1]: q10 at position 0.5 -> -0.5; q90 at 4.5 -> 0.5.
-    assert e.low_factor == pytest.approx(math.exp(-0.5))
-    assert e.high_factor == pytest.approx(math.exp(0.5))
-    # Leave a out: others [1, -1] -> [-0.8, 0.8]: a's four zeros inside (4/4).
-    # Leave b out: others [0,0,0,0,-1] -> q10 -0.6, q90 0: b's 1.0 outside. Leave c out: [0,0,0,0,1] ->
-    # q10 0, q90 0.6: c's -1 outside. Coverage 4 / 6.
-    assert e.coverage == pytest.approx(4 / 6)
-    assert (e.n_rows, e.n_sources) == (6, 3)
+def test_weighted_quantile_by_hand():
+    # equal weights: Hazen's midpoints (i - 1/2)/n = 0.125, 0.375, 0.625, 0.875 for 0, 1, 2, 3
+    assert weighted_quantile([3, 0, 2, 1], [1, 1, 1, 1], 0.5) == pytest.approx(1.5)
+    assert weighted_quantile([0, 1, 2, 3], [1, 1, 1, 1], 0.25) == pytest.approx(0.5)
+    assert weighted_quantile([0, 1, 2, 3], [1, 1, 1, 1], 0.05) == 0.0  # held flat beyond the first midpoint
+    # weights 3:1: midpoints 0.375 and 0.875, so the median lies a quarter of the way from 0 to 1
+    assert weighted_quantile([0, 1], [3, 1], 0.5) == pytest.approx(0.25)
+
+
+def test_every_source_counts_once():
+    assert list(source_weights(["a", "a", "a", "a", "b"])) == [0.25, 0.25, 0.25, 0.25, 1.0]
+
+
+def _pairs(halves: dict[str, float]) -> tuple[pd.Series, pd.Series]:
+    """Two rows per source, residuals ±x."""
+    return (pd.Series([v for x in halves.values() for v in (x, -x)]),
+            pd.Series([k for k in halves for _ in (0, 1)]))
+
+
+def test_fit_band_widens_until_held_out_sources_are_covered():
+    # Five sources of two rows each, residuals ±0.1, ±0.2, ±0.3, ±0.4 and ±0.38. Leave one out: eight values
+    # at midpoints 1/16, 3/16, … 15/16, so q90 lies 0.7 of the way from the third largest to the largest but
+    # one, and q95 (past 15/16) is the largest.
+    lr, src = _pairs({"a": 0.1, "b": 0.2, "c": 0.3, "d": 0.4, "e": 0.38})
+    # tail 10 %: d out (others' q90 = 0.3 + 0.7 × 0.08 = 0.356 < 0.4), e out (0.3 + 0.7 × 0.1 = 0.37 < 0.38)
+    assert [share for _, share in held_out_coverage(lr, src, 0.10).values()] == [1, 1, 1, 0, 0]
+    # tail 5 %: e in (others' largest 0.4), d still out (0.38): 4 of 5 sources, the 80 % target
+    assert [share for _, share in held_out_coverage(lr, src, 0.05).values()] == [1, 1, 1, 0, 1]
+    e = fit_band(lr, src)
+    assert e.tail == 0.05 and e.coverage == pytest.approx(0.8) and e.row_coverage == pytest.approx(0.8)
+    # all ten values: midpoints 0.05 … 0.95, so q5 and q95 are the extremes ±0.4
+    assert (e.low_factor, e.high_factor) == pytest.approx((math.exp(-0.4), math.exp(0.4)))
+    assert (e.n_rows, e.n_sources) == (10, 5)
+
+
+def test_fit_band_says_when_no_tail_covers_enough():
+    # ±0.1, ±0.2, ±0.3 and an outlier ±1: no band fitted without the outlier holds it (the others' edges
+    # never pass ±0.3), so every tail level leaves coverage at 3 of 4 sources and the widest is kept
+    lr, src = _pairs({"a": 0.1, "b": 0.2, "c": 0.3, "d": 1.0})
+    e = fit_band(lr, src)
+    assert e.tail == 0.01 and e.coverage == pytest.approx(0.75)
+    assert (e.low_factor, e.high_factor) == pytest.approx((math.exp(-1.0), math.exp(1.0)))
 
 
 def test_fit_band_needs_two_sources():
@@ -96,8 +140,10 @@ def test_unknown_metric_is_refused():
 
 
 def test_band_is_widened_to_hold_the_estimate():
-    # every residual above 0 (measured always slower than predicted): q10 = 0.2 > 0, so the low edge is 0
+    # every residual above 0 (measured always slower than predicted): the low edge is the estimate itself
     log_ratio = pd.Series([0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
     e = fit_band(log_ratio, pd.Series(["a", "a", "b", "b", "c", "c"]))
-    assert e.low_factor == 1.0  # the estimate itself
-    assert e.high_factor == pytest.approx(math.exp(0.65))  # linear q90 of [0.2 … 0.7] at position 4.5
+    assert e.low_factor == 1.0
+    # left out, c's 0.6 and 0.7 lie above the others' largest (0.5): coverage stays at 2 of 3 sources, so the
+    # widest tail is kept, whose high edge is the largest residual
+    assert e.tail == 0.01 and e.coverage == pytest.approx(2 / 3) and e.high_factor == pytest.approx(math.exp(0.7))
