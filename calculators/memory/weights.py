@@ -23,12 +23,13 @@ from calculators.validation import positive_int
 
 VOCAB_PADDING = 64  # vLLM DEFAULT_VOCAB_PADDING_SIZE
 QUANT_GROUP = 128
-#: vLLM's MXFP4 MoE kernels on pre-Blackwell GPUs (Marlin) pad the expert matrices: hidden size
-#: up to a multiple of 256, each TP rank's share of the expert width to a multiple of 128
-#: (``intermediate_size_per_partition`` in ``Mxfp4MoEMethod.create_weights``,
+#: vLLM's MXFP4 MoE kernels pad the expert matrices: hidden size up to a multiple of the first number,
+#: each TP rank's share of the expert width up to a multiple of the second. These are Marlin's (the kernel
+#: of GPUs before Hopper; ``intermediate_size_per_partition`` in ``Mxfp4MoEMethod.create_weights``,
 #: vllm/model_executor/layers/quantization/mxfp4.py; gpt-oss-120b at TP 1: 2880 → 3072 × 2944, which is
-#: why it loads as 65.97 GiB on an H100 rather than 60.8; at TP 4 each rank's 720 → 768).
-MXFP4_PAD_HIDDEN, MXFP4_PAD_EXPERT = 256, 128
+#: why it loads as 65.97 GiB on an H100 with 0.10.1 rather than 60.8; at TP 4 each rank's 720 → 768); other
+#: kernels pad otherwise (:mod:`calculators.vllm.moe_backend`).
+MXFP4_MARLIN_PADDING = (256, 128)
 #: bitsandbytes 4-bit (``bitsandbytes.functional.quantize_4bit``): one absmax per block of 64 weights
 #: of the flattened matrix; with double quantisation the absmaxes are themselves quantised to 8 bits in
 #: blocks of 256, each block keeping an fp32 absmax (``quantize_blockwise(absmax, blocksize=256)``).
@@ -102,7 +103,8 @@ def decoder_layer(m: ModelSpec, layer: int) -> list[Linear]:
     return _attention(m, layer) + _ffn(m, layer) + _per_layer_input(m)
 
 
-def linear_bytes(lin: Linear, quantization: str, act_bytes: int, group_size: int = QUANT_GROUP) -> float:
+def linear_bytes(lin: Linear, quantization: str, act_bytes: int, group_size: int = QUANT_GROUP,
+                 mxfp4_padding: tuple[int, int] = MXFP4_MARLIN_PADDING) -> float:
     """Bytes of one linear's weights (all ``count`` matrices) in a weight format [bytes].
 
     fp8: 1 B/weight + fp32 scale per 128×128 block; int8: 1 B + fp32 per output channel;
@@ -110,8 +112,8 @@ def linear_bytes(lin: Linear, quantization: str, act_bytes: int, group_size: int
     −1: one group per column): b/8 B + (fp16 scale + b-bit zero) per group per column, as vLLM's
     AWQ/GPTQ (Marlin) layers hold ``qweight``, ``scales`` and ``qzeros``
     (https://github.com/vllm-project/vllm/blob/v0.10.0/vllm/model_executor/layers/quantization/awq_marlin.py);
-    MXFP4: 4 bits + one E8M0 byte per 32; NVFP4: 4 bits + one fp8 byte per 16. Biases stay
-    in the activation dtype.
+    MXFP4: 4 bits + one E8M0 byte per 32, expert matrices padded to ``mxfp4_padding`` (hidden, width);
+    NVFP4: 4 bits + one fp8 byte per 16. Biases stay in the activation dtype.
 
     bitsandbytes (vLLM ``--quantization bitsandbytes``) quantises the linear layers only (``quantized``
     linears here: attention, MLP and expert projections; embeddings, LM head, norms and MoE routers
@@ -135,7 +137,7 @@ def linear_bytes(lin: Linear, quantization: str, act_bytes: int, group_size: int
     if q == "mxfp4-moe":
         q = "mxfp4" if lin.split == "experts" else "none"
     if q == "mxfp4" and lin.split == "experts":
-        n = _round_up(lin.in_features, MXFP4_PAD_HIDDEN) * _round_up(lin.out_features, MXFP4_PAD_EXPERT)
+        n = _round_up(lin.in_features, mxfp4_padding[0]) * _round_up(lin.out_features, mxfp4_padding[1])
     groups = (1 if group_size == -1 else -(-lin.in_features // group_size)) * lin.out_features
     per_matrix = {
         "none": n * act_bytes,
@@ -202,8 +204,8 @@ SPLITS = ("tp", "kv", "global_kv", "none", "experts")
 
 
 @lru_cache(maxsize=1024)
-def stage_linear_sums(model: ModelSpec, quantization: str, act_bytes: int, first: int,
-                      count: int) -> dict[str, tuple[float, float]]:
+def stage_linear_sums(model: ModelSpec, quantization: str, act_bytes: int, first: int, count: int,
+                      mxfp4_padding: tuple[int, int] = MXFP4_MARLIN_PADDING) -> dict[str, tuple[float, float]]:
     """``{split: (bytes, parameters)}`` of the linears of layers ``first … first + count − 1``.
 
     Bytes are in the weight format; parameters count weights only (for FLOP). Cached per model:
@@ -214,8 +216,9 @@ def stage_linear_sums(model: ModelSpec, quantization: str, act_bytes: int, first
     ftype = gguf.file_type(quantization) if gguf.is_gguf(quantization) else None
     for layer in range(first, first + count):
         for lin in decoder_layer(model, layer):
-            sums[lin.split][0] += (linear_bytes(lin, quantization, act_bytes, group) if ftype is None else
-                                   gguf.linear_bytes(lin, ftype, layer, model.num_hidden_layers, act_bytes))
+            sums[lin.split][0] += (
+                linear_bytes(lin, quantization, act_bytes, group, mxfp4_padding) if ftype is None
+                else gguf.linear_bytes(lin, ftype, layer, model.num_hidden_layers, act_bytes))
             sums[lin.split][1] += lin.count * lin.in_features * lin.out_features
     return {k: (v[0], v[1]) for k, v in sums.items()}
 
@@ -227,13 +230,15 @@ def shard(model: ModelSpec, split: str, tp: np.ndarray, ep: np.ndarray | None = 
 
 def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike = 1,
                            pipeline_parallel_size: int = 1, quantization: str | None = None,
-                           dtype: str = "auto", expert_parallel_size: ArrayLike | None = None) -> np.ndarray:
+                           dtype: str = "auto", expert_parallel_size: ArrayLike | None = None,
+                           mxfp4_padding: tuple[int, int] = MXFP4_MARLIN_PADDING) -> np.ndarray:
     """Weight bytes on one GPU of each pipeline stage [bytes], shape ``(pp, *broadcast(tp))``.
 
     ``expert_parallel_size`` (vLLM ``--enable-expert-parallel``: TP × DP) puts whole experts on
     each GPU instead of slicing every expert by TP. A vision or audio encoder (``encoder_params``)
     sits on the first stage in the activation dtype, split by TP (vLLM shards its linears;
-    docs/vllm-memory.md §2.2).
+    docs/vllm-memory.md §2.2). ``mxfp4_padding``: the MXFP4 MoE kernel's (hidden, per-rank expert width)
+    multiples, Marlin's unless the caller knows the kernel.
     """
     tp = check_tensor_parallel(model, tensor_parallel_size).astype(np.float64)
     ep = (None if expert_parallel_size is None
@@ -247,10 +252,10 @@ def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike 
     parts = pp_layer_partition(model.num_hidden_layers, pipeline_parallel_size)
     stages, first = [], 0
     for i, n in enumerate(parts):
-        sums = stage_linear_sums(model, q, s, first, n)
+        sums = stage_linear_sums(model, q, s, first, n, mxfp4_padding)
         total = np.zeros_like(tp) + rope + n * norms_per_layer * s
         for split, (nbytes, _) in sums.items():
-            pad = expert_rank_padding(model, q, tp, ep) if split == "experts" else 1.0
+            pad = expert_rank_padding(model, q, tp, ep, mxfp4_padding[1]) if split == "experts" else 1.0
             total = total + nbytes * shard(model, split, tp, ep) * pad
         if i == 0:
             total = total + embed + _per_layer_embedding_bytes(model, s, tp) + model.encoder_params * s / tp
@@ -287,15 +292,17 @@ def _per_layer_embedding_bytes(model: ModelSpec, act_bytes: int, tp: np.ndarray)
     return (rows * width + model.hidden_size * width / tp) * act_bytes
 
 
-def expert_rank_padding(model: ModelSpec, quantization: str, tp: np.ndarray, ep: np.ndarray | None) -> np.ndarray:
+def expert_rank_padding(model: ModelSpec, quantization: str, tp: np.ndarray, ep: np.ndarray | None,
+                        multiple: int = MXFP4_MARLIN_PADDING[1]) -> np.ndarray:
     """How much more expert memory a TP rank holds than ``1/tp`` of the (padded) whole: MXFP4 pads each
-    rank's share of the expert width, ``⌈(I/tp)/128⌉·128·tp / ⌈I/128⌉·128``; 1 for other formats and with
-    expert parallelism, where every rank holds whole experts. gpt-oss-120b at TP 4: 768 · 4 / 2944 = 1.043."""
+    rank's share of the expert width to ``multiple``, ``⌈(I/tp)/m⌉·m·tp / ⌈I/m⌉·m``; 1 for other formats and
+    with expert parallelism, where every rank holds whole experts. gpt-oss-120b at TP 4 with Marlin's 128:
+    768 · 4 / 2944 = 1.043."""
     width = model.moe_intermediate_size
-    whole = _round_up(width, MXFP4_PAD_EXPERT)
+    whole = _round_up(width, multiple)
     if not quantization.startswith("mxfp4") or ep is not None or whole == 0:
         return np.ones_like(tp, dtype=np.float64)
-    return np.ceil(width / tp / MXFP4_PAD_EXPERT) * MXFP4_PAD_EXPERT * tp / whole
+    return np.ceil(width / tp / multiple) * multiple * tp / whole
 
 
 def weight_bytes_per_gpu(model: ModelSpec, **kw) -> np.ndarray:

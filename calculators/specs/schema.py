@@ -39,6 +39,10 @@ class GPUSpec(_Frozen):
     aliases: tuple[str, ...] = ()
     vendor: str
     architecture: str
+    compute_capability: str | None = Field(
+        default=None, pattern=r"^\d+\.\d+$",
+        description="CUDA compute capability (NVIDIA's CUDA GPUs list, https://developer.nvidia.com/cuda-gpus); "
+                    "what kernels a framework picks for the GPU")
     memory_gb_marketed: float = Field(gt=0)
     memory_bytes: float = Field(gt=0, description="total memory as the framework reports it")
     memory_note: str

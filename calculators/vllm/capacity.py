@@ -34,6 +34,7 @@ from calculators.units import GiB
 from calculators.validation import fraction, positive_int
 from calculators.vllm.encoder_profile import encoder_pass
 from calculators.vllm.mla_weights import mla_load_bytes_per_layer
+from calculators.vllm.moe_backend import mxfp4_padding
 from calculators.vllm.overheads import (
     COEFFICIENTS,
     FLASHINFER_SAMPLER_CHOICES,
@@ -343,7 +344,8 @@ def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_by
     budget = math.ceil(total * s.gpu_memory_utilization)
     weights = weight_bytes_per_stage(model, tensor_parallel_size=s.tensor_parallel_size,
                                      pipeline_parallel_size=s.pipeline_parallel_size, quantization=s.quantization,
-                                     dtype=s.dtype, expert_parallel_size=s.expert_parallel_size)
+                                     dtype=s.dtype, expert_parallel_size=s.expert_parallel_size,
+                                     mxfp4_padding=mxfp4_padding(gpu, v))
     mla_layer = mla_load_bytes_per_layer(model, v, s.quantization, s.tensor_parallel_size, dtype_bytes(s.dtype))
     ctx = _Context(s, v, gpu, budget, coefficients)
     stages = tuple(_stage(model, ctx, i, kinds, kv_kinds, float(np.ravel(weights[i])[0]) + len(kinds) * mla_layer)

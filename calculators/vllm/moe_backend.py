@@ -1,0 +1,56 @@
+"""Which MXFP4 MoE kernel vLLM picks for a GPU and release, and how that kernel pads the expert weights.
+
+gpt-oss checkpoints store their experts in MXFP4. vLLM runs them through one of several kernels, chosen
+at start-up by ``get_mxfp4_backend`` and each padding the expert matrices to its own tile sizes in
+``Mxfp4MoEMethod.create_weights`` (vllm/model_executor/layers/quantization/mxfp4.py, read at v0.10.2,
+v0.11.0, v0.12.0 and v0.15.1):
+
+* **Marlin** (GPUs before Hopper, and the fallback): hidden size to a multiple of 256, each TP rank's
+  share of the expert width to a multiple of 128.
+* **Triton** (``triton_kernels``' ``matmul_ogs``; Hopper from 0.12.0, which vendors the package as
+  ``vllm.third_party.triton_kernels``; before, Hopper took it only where that package was installed, and
+  0.10.1's torch 2.7 was too old for it): the rank's expert width to a multiple of 64; the weight swizzle
+  for Hopper's layout brings the hidden size to a multiple of 256, as the loaded size shows: gpt-oss-120b
+  at TP 2 on two H200s with 0.15.1 printed ``Model loading took 32.98 GiB``, which is 3,072 × 1,472 per
+  rank (Marlin's 3,072 × 1,536 would be 34.32 GiB).
+* **FlashInfer** (compute capability 10.x, B200/B300, with FlashInfer installed, as every release from
+  0.11.1 requires): both to multiples of 256.
+* **ROCm** (Triton on AMD GPUs): both to multiples of 256.
+
+GPUs of compute capability 12.x (RTX 5090, RTX PRO 6000) take Marlin: ``triton_kernels`` is not
+supported beyond 11.0.
+"""
+from __future__ import annotations
+
+from calculators.memory.weights import MXFP4_MARLIN_PADDING
+from calculators.specs.schema import GPUSpec
+from calculators.vllm.versions import VllmVersion
+
+#: (hidden-size multiple, per-rank expert-width multiple) of each kernel's padded expert matrices.
+MXFP4_PADDING: dict[str, tuple[int, int]] = {"marlin": MXFP4_MARLIN_PADDING, "triton": (256, 64),
+                                             "flashinfer": (256, 256), "rocm": (256, 256)}
+#: The first release that ships ``triton_kernels`` inside vLLM (``vllm/third_party/triton_kernels``).
+TRITON_KERNELS_VENDORED = (0, 12, 0)
+
+
+def mxfp4_moe_backend(gpu: GPUSpec | None, v: VllmVersion) -> str:
+    """The MXFP4 MoE kernel of ``gpu`` in release ``v`` (a key of :data:`MXFP4_PADDING`); Marlin where the
+    GPU is not known."""
+    if gpu is None:
+        return "marlin"
+    if gpu.vendor == "AMD":
+        return "rocm"
+    major = int(gpu.compute_capability.split(".")[0]) if gpu.compute_capability else 0
+    if major == 10:
+        return "flashinfer"
+    if major == 9 and v.at_least(*TRITON_KERNELS_VENDORED):
+        return "triton"
+    return "marlin"
+
+
+def mxfp4_padding(gpu: GPUSpec | None, v: VllmVersion) -> tuple[int, int]:
+    """(hidden, per-rank expert width) multiples of the expert matrices vLLM allocates for ``gpu`` in ``v``."""
+    return MXFP4_PADDING[mxfp4_moe_backend(gpu, v)]
+
+
+__all__ = ["MXFP4_PADDING", "TRITON_KERNELS_VENDORED", "mxfp4_moe_backend", "mxfp4_padding"]
