@@ -186,6 +186,7 @@ FITTED = (
     ("non_torch_bytes", "one_gpu", [i * 0.02 * GiB for i in range(26)]),
     ("non_torch_bytes", "one_gpu_before_0_7", [i * 0.02 * GiB for i in range(26)]),
     ("non_torch_bytes", "multi_gpu", [i * 0.05 * GiB for i in range(31)]),
+    ("non_torch_bytes", "nvlink_before_0_9", [i * 0.1 * GiB for i in range(31)]),
     ("non_torch_bytes", "nvswitch", [i * 0.25 * GiB for i in range(13)]),  # NCCL NVLS buffers: ≤ 3 GiB
     ("non_torch_bytes", "rocm", [i * 0.25 * GiB for i in range(17)]),
 )
@@ -218,7 +219,9 @@ def with_value(c: Coefficients, name: str, key: str | None, x: float) -> Coeffic
 
 
 def fit_case(case: dict) -> dict | None:
-    """What the fit needs of a case: its settings, budget, weights and the KV bytes vLLM printed."""
+    """What the fit needs of a case: its settings, budget, weights and the KV bytes vLLM printed. The fitted
+    constants are the overhead terms', so the weights are the log's own "Model loading took" where it prints
+    them (the first stage's): a weights estimate that is off would otherwise steer the overheads' fit."""
     try:
         r = predict(case)
     except Exception:  # noqa: BLE001 - failed cases are reported by evaluate()
@@ -230,9 +233,11 @@ def fit_case(case: dict) -> dict | None:
         truth = printed_tokens(case) * st.available.value / r.kv_cache_tokens
     else:
         return None
+    printed_weights = rep.get("model_weights_gib")
+    weights = printed_weights * GiB if printed_weights is not None and st.stage == 0 else st.weights_bytes
     return {"case": case, "model": case_model(case), "settings": r.settings, "gpu": case_gpu(case).get("gpu"),
             "layers": st.num_layers, "last_stage": st.stage == r.settings.pipeline_parallel_size - 1,
-            "rest": r.budget_bytes - st.weights_bytes, "truth": truth}
+            "rest": r.budget_bytes - weights, "truth": truth}
 
 
 def _fit_error(fc: dict, c: Coefficients) -> float:

@@ -43,6 +43,7 @@ from calculators.vllm.overheads import (
     activation_peak,
     cudagraph,
     non_torch,
+    pinned_segments,
     sampler_profile,
 )
 from calculators.vllm.versions import (
@@ -269,7 +270,8 @@ def stage_overheads(model: ModelSpec, s: Settings, gpu: GPUSpec | None, num_laye
                     last_stage: bool = True) -> tuple[Estimate, Estimate, Estimate, bool]:
     """A stage's activation peak, non-torch memory and CUDA-graph pool, and whether the graphs are deducted.
 
-    Only the last pipeline stage runs the profile's sampler pass."""
+    Only the last pipeline stage runs the profile's sampler pass. In 0.27–0.30 the non-torch term also holds
+    the freed activation segments those releases count as consumed (:func:`pinned_segments`)."""
     v = parse_vllm_version(s.vllm_version, s.engine)
     quantized = s.quantization != "none"
     encoder = encoder_pass(model, v, max_num_batched_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs,
@@ -280,6 +282,10 @@ def stage_overheads(model: ModelSpec, s: Settings, gpu: GPUSpec | None, num_laye
                           sampler=sampler_profile(v, model, quantized, s.flashinfer_sampler) if last_stage else None,
                           encoder=encoder, coefficients=coefficients)
     nt = non_torch(s.tensor_parallel_size * s.pipeline_parallel_size, gpu, v, coefficients)
+    pinned = pinned_segments(model, v, max_num_batched_tokens=s.max_num_batched_tokens,
+                             tensor_parallel_size=s.tensor_parallel_size, act_bytes=dtype_bytes(s.dtype),
+                             coefficients=coefficients)
+    nt = nt if pinned is None else nt.plus(pinned)
     cg = cudagraph(model, num_layers, s.enforce_eager, s.max_num_seqs, coefficients)
     return act, nt, cg, subtracts_cudagraphs(v, model, quantized, s.enforce_eager)
 

@@ -27,6 +27,13 @@ ACTIVATION_HIDDEN_COPIES = 2
 ACTIVATION_FFN_COPIES = 3
 #: Capture sizes up to 512 tokens make the full CUDA-graph pool; fewer sequences capture fewer.
 CUDAGRAPH_FULL_CAPTURE_TOKENS = 512
+#: Releases ``[from, until)`` whose start-up profile counts as consumed the freed activation segments that a
+#: later small allocation pins: 0.27.0 measures consumption as the drop in free memory since the start-up
+#: snapshot, and only 0.31.0 runs the profile with a 20 MiB split limit, "without [which] a later small
+#: allocation can be carved out of a freed multi-GiB block and pin the whole segment past the empty_cache()
+#: … so it is counted as consumed and taken from the KV cache" (``Worker.determine_available_memory`` and
+#: ``memory_profiling`` in vllm/v1/worker/gpu_worker.py and vllm/utils/mem_utils.py, v0.27.0 and v0.31.0).
+PINNED_SEGMENT_RELEASES = ((0, 27, 0), (0, 31, 0))
 #: GPU architectures whose NVLink switch systems give NCCL its NVLink-SHARP buffers.
 NVSWITCH_ARCHITECTURES = ("Hopper", "Blackwell", "Blackwell Ultra")
 #: ``flashinfer_sampler`` values: the release's default, or what the log's sampler line says
@@ -68,6 +75,7 @@ class Coefficients:
 
     activation_base_bytes: Span
     forward_factor: Span
+    pinned_factor: Span
     sampler_bytes: dict[str, Span] = field(default_factory=dict)
     non_torch_bytes: dict[str, Span] = field(default_factory=dict)
     cudagraph_per_layer_bytes: dict[str, Span] = field(default_factory=dict)
@@ -80,15 +88,17 @@ class Coefficients:
 #: probabilities + 4 B fp32 exponential draws: ``Sampler.forward`` and ``TopKTopPSampler.forward_native``
 #: in vllm/v1/sample/ of v0.21.0), its range from the bare logits to the Triton kernel's fp32 scratch.
 COEFFICIENTS = Coefficients(
-    activation_base_bytes=Span(0.0, 0.35 * GiB, 0.6 * GiB),
+    activation_base_bytes=Span(0.0, 0.2 * GiB, 0.6 * GiB),
     forward_factor=Span(0.8, 1.0, 2.6),
+    pinned_factor=Span(0.0, 1.0, 2.0),
     sampler_bytes={"v0_sort": Span(20, 40, 40), "v1_sort": Span(30, 38, 40), "flashinfer": Span(8, 12, 20),
-                   "v1_flashinfer_if_installed": Span(8, 40, 40), "v1_in_place": Span(6, 14, 16),
+                   "v1_flashinfer_if_installed": Span(8, 38, 40), "v1_in_place": Span(6, 14, 16),
                    "logits": Span(0, 6, 12)},
-    non_torch_bytes={"one_gpu": Span(0.0, 0.02 * GiB, 0.5 * GiB),
+    non_torch_bytes={"one_gpu": Span(0.0, 0.04 * GiB, 0.5 * GiB),
                      "one_gpu_before_0_7": Span(0.2 * GiB, 0.38 * GiB, 0.5 * GiB),
-                     "multi_gpu": Span(0.0, 0.6 * GiB, 0.7 * GiB),
-                     "nvswitch": Span(0.2 * GiB, 3.0 * GiB, 7.2 * GiB), "rocm": Span(0.0, 2.5 * GiB, 4.0 * GiB)},
+                     "multi_gpu": Span(0.0, 0.2 * GiB, 0.7 * GiB),
+                     "nvlink_before_0_9": Span(1.0 * GiB, 2.3 * GiB, 2.4 * GiB),
+                     "nvswitch": Span(0.2 * GiB, 3.0 * GiB, 7.2 * GiB), "rocm": Span(0.0, 2.75 * GiB, 4.0 * GiB)},
     cudagraph_per_layer_bytes={"dense": Span(8 * MiB, 17 * MiB, 34 * MiB), "moe": Span(3 * MiB, 17 * MiB, 74 * MiB)},
 )
 
@@ -105,6 +115,11 @@ class Estimate:
     @classmethod
     def exact(cls, value: float, basis: str) -> Estimate:
         return cls(value, value, value, basis)
+
+    def plus(self, other: Estimate) -> Estimate:
+        """The sum of two estimated terms, ends added to ends."""
+        return Estimate(self.value + other.value, self.low + other.low, self.high + other.high,
+                        f"{self.basis} + {other.basis}")
 
 
 def sampler_profile(v: VllmVersion, model: ModelSpec, quantized: bool, flashinfer_sampler: str = "auto") -> str:
@@ -141,16 +156,21 @@ def non_torch_class(num_gpus: int, gpu: GPUSpec | None, v: VllmVersion) -> str:
     ``multi_gpu`` or ``nvswitch`` (several Hopper/Blackwell GPUs on NVLink).
 
     ``one_gpu_before_0_7``: one GPU on a release ``v`` before 0.7, whose
-    printed non-torch memory on one GPU is 0.26–0.47 GiB where 0.7 onwards print 0.01–0.09 GiB
-    (docs/vllm-memory.md §2.4).
+    printed non-torch memory on one GPU is 0.26–0.47 GiB where 0.7 onwards print 0.01–0.09 GiB.
+    ``nvlink_before_0_9``: several other GPUs on NVLink (A100 SXM) on a release before 0.9, whose torch
+    2.6 or older ships NCCL ≤ 2.21: its communicators connect their ring and tree buffers, many channels
+    wide on NVLink, when they are created, where NCCL 2.22+ (torch 2.7, vLLM 0.9) connects them at the
+    first collective that needs them (docs/vllm-memory.md §2.4).
     """
     if gpu is not None and gpu.vendor == "AMD":
         return "rocm"
     if num_gpus <= 1:
         return "one_gpu" if v.at_least(0, 7) else "one_gpu_before_0_7"
-    if gpu is not None and gpu.architecture in NVSWITCH_ARCHITECTURES and gpu.scale_up_link.startswith("NVLink"):
+    if gpu is None or not gpu.scale_up_link.startswith("NVLink"):
+        return "multi_gpu"
+    if gpu.architecture in NVSWITCH_ARCHITECTURES:
         return "nvswitch"
-    return "multi_gpu"
+    return "multi_gpu" if v.at_least(0, 9) else "nvlink_before_0_9"
 
 
 def _forward_bytes_per_token(model: ModelSpec, tensor_parallel_size: int, act_bytes: int) -> float:
@@ -204,6 +224,24 @@ def non_torch(num_gpus: int, gpu: GPUSpec | None, v: VllmVersion,
     kind = non_torch_class(num_gpus, gpu, v)
     s = coefficients.non_torch_bytes[kind]
     return Estimate(s.value, s.low, s.high, f"{s.value / GiB:.2f} GiB per GPU ({kind.replace('_', ' ')})")
+
+
+def pinned_segments(model: ModelSpec, v: VllmVersion, *, max_num_batched_tokens: int, tensor_parallel_size: int,
+                    act_bytes: int, coefficients: Coefficients = COEFFICIENTS) -> Estimate | None:
+    """The profile's freed forward segments that releases 0.27–0.30 count as consumed [bytes]
+    (:data:`PINNED_SEGMENT_RELEASES`), None in others: ``pinned_factor`` × the forward pass's per-token
+    tensors over ``max_num_batched_tokens``. The factor is 1 as derived (each of the forward's large
+    transient blocks pinned once), not fitted; its range runs from none pinned to twice as much.
+    Qwen3-32B on one RTX PRO 6000 with 0.27.1 left 2.5 GiB beyond weights and activation, at TP 2
+    0.9 GiB, against 1.3 and 0.7 GiB of forward tensors (docs/vllm-memory.md §2.6)."""
+    start, until = PINNED_SEGMENT_RELEASES
+    if v.engine != "V1" or not v.at_least(*start) or v.at_least(*until):
+        return None
+    forward = max_num_batched_tokens * _forward_bytes_per_token(model, tensor_parallel_size, act_bytes)
+    k = coefficients.pinned_factor
+    return Estimate(k.value * forward, k.low * forward, k.high * forward,
+                    f"{k.value * forward / GiB:.2f} GiB of freed activation segments pinned (counted as consumed "
+                    f"in 0.27–0.30)")
 
 
 def cudagraph(model: ModelSpec, layers_on_gpu: int, enforce_eager: bool, max_num_seqs: int = 256,

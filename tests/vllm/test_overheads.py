@@ -12,6 +12,7 @@ from calculators.vllm.overheads import (
     cudagraph,
     non_torch,
     non_torch_class,
+    pinned_segments,
     sampler_profile,
 )
 from calculators.vllm.versions import DEFAULT_VLLM_VERSION, parse_vllm_version
@@ -56,6 +57,16 @@ def test_non_torch_class_by_interconnect():
     assert e.low <= 0.21 * GiB <= e.high  # V1-07 printed 0.21 GiB at TP 8 on L40S (0.10.2)
 
 
+def test_nvlink_before_0_9_connects_nccl_eagerly():
+    # torch ≤ 2.6 ships NCCL ≤ 2.21, whose communicators connect their NVLink-wide ring and tree buffers when created
+    a100, v071, v0101 = get_gpu("A100-40GB-SXM"), parse_vllm_version("0.7.1"), parse_vllm_version("0.10.1")
+    assert non_torch_class(8, a100, v071) == "nvlink_before_0_9"
+    assert non_torch_class(2, a100, v0101) == "multi_gpu"  # NCCL 2.26 connects at the first collective
+    assert non_torch_class(8, get_gpu("A100-40GB-PCIe"), v071) == "multi_gpu"  # PCIe: few channels
+    e = non_torch(8, a100, v071)
+    assert e.low <= 2.10 * GiB <= e.high  # DeepSeek-Coder-V2-Lite at TP 8 on A100-40GB SXM, 0.7.1, printed 2.10 GiB
+
+
 @pytest.mark.parametrize(("model", "tokens", "seqs", "tp", "version", "flashinfer", "printed_gib"), [
     # V1-14: Qwen3-30B-A3B bf16, H100, 0.10.2 ("FlashInfer is not available") printed "5.58 GiB for peak activation"
     (QWEN3_MOE, 8192, 1024, 1, "0.10.2", "off", 5.58),
@@ -91,6 +102,20 @@ def test_in_place_sampler_pass_by_hand():
     e = activation_peak(m, max_num_batched_tokens=2048, max_num_seqs=256, tensor_parallel_size=1, act_bytes=2,
                         sampler=sampler_profile(parse_vllm_version("0.21.0"), m, False))
     assert e.value == 256 * 262_144 * 14 == 0.875 * GiB
+
+
+def test_pinned_segments_only_in_0_27_to_0_30_by_hand():
+    # Qwen3-32B at 8,192 profiled tokens on one GPU: per token 2 × 5,120 (input, residual) + 3 × 25,600 (gate/up
+    # and activation outputs) values of 2 B = 174,080 B, so 1,426,063,360 B of forward tensors, pinned once
+    m = get_model("Qwen/Qwen3-32B")
+    kw = {"max_num_batched_tokens": 8192, "tensor_parallel_size": 1, "act_bytes": 2}
+    e = pinned_segments(m, parse_vllm_version("0.27.1"), **kw)
+    assert e is not None and (e.low, e.value, e.high) == (0, 1_426_063_360, 2 * 1_426_063_360)
+    assert pinned_segments(m, parse_vllm_version("0.30.0"), **kw) is not None
+    # 0.26 measured torch's allocated peak (pinned blocks are reserved, not allocated); 0.31 profiles with a
+    # 20 MiB split limit, so freed blocks stay releasable
+    assert pinned_segments(m, parse_vllm_version("0.26.1"), **kw) is None
+    assert pinned_segments(m, parse_vllm_version("0.31.0"), **kw) is None
 
 
 def test_cudagraph_scales_with_capture_sizes():
