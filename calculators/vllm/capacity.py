@@ -34,7 +34,7 @@ from calculators.units import GiB
 from calculators.validation import fraction, positive_int
 from calculators.vllm.encoder_profile import encoder_pass
 from calculators.vllm.mla_weights import mla_load_bytes_per_layer
-from calculators.vllm.moe_backend import mxfp4_padding
+from calculators.vllm.moe_backend import mxfp4_note, mxfp4_padding
 from calculators.vllm.overheads import (
     COEFFICIENTS,
     FLASHINFER_SAMPLER_CHOICES,
@@ -359,7 +359,8 @@ def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_by
                                                             stage_kv_layer_types(model, s.pipeline_parallel_size),
                                                             strict=True)))
     binding = min(range(len(stages)), key=lambda i: (stages[i].num_blocks, stages[i].available.value))
-    return _report(model, name, total, s, v, budget, stages, binding, mla_layer)
+    weight_notes = [mxfp4_note(gpu, v)] if resolve_quantization(model, s.quantization).startswith("mxfp4") else []
+    return _report(model, name, total, s, v, budget, stages, binding, mla_layer, weight_notes)
 
 
 def printed_kv_numbers(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVersion,
@@ -436,7 +437,8 @@ def _failure(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVersion) -> 
 
 
 def _report(model: ModelSpec, name: str, total: float, s: Settings, v: VllmVersion, budget: float,
-            stages: tuple[StageMemory, ...], binding: int, mla_layer: float) -> CapacityResult:
+            stages: tuple[StageMemory, ...], binding: int, mla_layer: float,
+            weight_notes: list[str]) -> CapacityResult:
     st = stages[binding]
     blocks = min(x.num_blocks for x in stages)
     lo_blocks, hi_blocks = min(x.num_blocks_low for x in stages), min(x.num_blocks_high for x in stages)
@@ -470,7 +472,7 @@ def _report(model: ModelSpec, name: str, total: float, s: Settings, v: VllmVersi
         max_concurrency_low=conc_lo, max_concurrency_high=conc_hi, fits=fits, message=message,
         estimated_max_model_len=estimate,
         vllm_lines=tuple(_lines(st, s, v, total, budget, tokens, conc, failure)),
-        notes=tuple(_notes(model, st, s, v, mla_layer)))
+        notes=tuple(weight_notes + _notes(model, st, s, v, mla_layer)))
 
 
 def _notes(model: ModelSpec, st: StageMemory, s: Settings, v: VllmVersion, mla_layer: float) -> list[str]:

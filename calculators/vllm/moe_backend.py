@@ -53,4 +53,16 @@ def mxfp4_padding(gpu: GPUSpec | None, v: VllmVersion) -> tuple[int, int]:
     return MXFP4_PADDING[mxfp4_moe_backend(gpu, v)]
 
 
-__all__ = ["MXFP4_PADDING", "TRITON_KERNELS_VENDORED", "mxfp4_moe_backend", "mxfp4_padding"]
+def mxfp4_note(gpu: GPUSpec | None, v: VllmVersion) -> str:
+    """How the weights were padded, in words, for a result's notes."""
+    backend = mxfp4_moe_backend(gpu, v)
+    hidden, width = MXFP4_PADDING[backend]
+    where = "an unknown GPU (Marlin assumed)" if gpu is None else gpu.name
+    return (f"MXFP4 experts padded as vLLM {v.text}'s {_KERNEL_NAMES[backend]} kernel pads them on {where}: hidden "
+            f"size to a multiple of {hidden}, each GPU's share of the expert width to a multiple of {width} "
+            "(docs/vllm-memory.md §2.2)")
+
+
+_KERNEL_NAMES = {"marlin": "Marlin", "triton": "Triton", "flashinfer": "FlashInfer", "rocm": "ROCm Triton"}
+
+__all__ = ["MXFP4_PADDING", "TRITON_KERNELS_VENDORED", "mxfp4_moe_backend", "mxfp4_note", "mxfp4_padding"]

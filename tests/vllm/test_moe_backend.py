@@ -56,3 +56,10 @@ def test_gpt_oss_on_one_h100_with_marlin_loads_as_printed():
     # a vLLM 0.10.1 log on one H100 (Marlin): "Model loading took 65.9651 GiB"
     r = vllm_capacity(get_model(GPT_OSS), gpu=get_gpu("H100-SXM"), vllm_version="0.10.1")
     assert r.stages[0].weights_bytes / GiB == pytest.approx(65.97, abs=0.1)
+
+
+def test_the_result_says_which_padding_it_assumed():
+    r = vllm_capacity(get_model(GPT_OSS), gpu=get_gpu("H200-SXM"), tensor_parallel_size=2, vllm_version="0.15.1")
+    assert any("Triton kernel" in n and "multiple of 64" in n for n in r.notes)
+    dense = vllm_capacity(get_model("meta-llama/Llama-3.1-8B"), gpu=get_gpu("H200-SXM"), vllm_version="0.15.1")
+    assert not any("MXFP4" in n for n in dense.notes)
