@@ -28,7 +28,7 @@ QUANT_GROUP = 128
 #: of GPUs before Hopper; ``intermediate_size_per_partition`` in ``Mxfp4MoEMethod.create_weights``,
 #: vllm/model_executor/layers/quantization/mxfp4.py; gpt-oss-120b at TP 1: 2880 → 3072 × 2944, which is
 #: why it loads as 65.97 GiB on an H100 with 0.10.1 rather than 60.8; at TP 4 each rank's 720 → 768); other
-#: kernels pad otherwise (:mod:`calculators.vllm.moe_backend`).
+#: kernels pad otherwise (:mod:`calculators.vllm.weight_layout`).
 MXFP4_MARLIN_PADDING = (256, 128)
 #: bitsandbytes 4-bit (``bitsandbytes.functional.quantize_4bit``): one absmax per block of 64 weights
 #: of the flattened matrix; with double quantisation the absmaxes are themselves quantised to 8 bits in

@@ -34,7 +34,6 @@ from calculators.units import GiB
 from calculators.validation import fraction, positive_int
 from calculators.vllm.encoder_profile import encoder_pass
 from calculators.vllm.mla_weights import mla_load_bytes_per_layer
-from calculators.vllm.moe_backend import mxfp4_note, mxfp4_padding
 from calculators.vllm.overheads import (
     COEFFICIENTS,
     FLASHINFER_SAMPLER_CHOICES,
@@ -55,6 +54,7 @@ from calculators.vllm.versions import (
     subtracts_cudagraphs,
     uses_hybrid_kv_manager,
 )
+from calculators.vllm.weight_layout import mxfp4_note, mxfp4_padding
 
 V0_SWAP_SPACE_BYTES = 4 * GiB  # vLLM V0 --swap-space default, sizes "# CPU blocks"
 

@@ -8,8 +8,8 @@ from calculators.memory.weights import weight_bytes_per_stage
 from calculators.specs.catalog import get_gpu, get_model
 from calculators.units import GiB
 from calculators.vllm.capacity import vllm_capacity
-from calculators.vllm.moe_backend import mxfp4_moe_backend, mxfp4_padding
 from calculators.vllm.versions import parse_vllm_version
+from calculators.vllm.weight_layout import mxfp4_moe_backend, mxfp4_padding
 
 GPT_OSS = "openai/gpt-oss-120b"
 
