@@ -30,6 +30,20 @@ QUANT_GROUP = 128
 #: why it loads as 65.97 GiB on an H100 with 0.10.1 rather than 60.8; at TP 4 each rank's 720 → 768); other
 #: kernels pad otherwise (:mod:`calculators.vllm.weight_layout`).
 MXFP4_MARLIN_PADDING = (256, 128)
+
+
+@dataclass(frozen=True)
+class WeightLayout:
+    """How a serving engine lays quantised weights out in GPU memory, where the checkpoint does not say.
+
+    ``mxfp4_padding``: the MXFP4 MoE kernel's (hidden, per-rank expert width) multiples (Marlin's by
+    default). ``bnb_nested_statistics``: bitsandbytes 4-bit absmaxes kept double-quantised (one uint8 per
+    64 weights and one fp32 per 256 of those) rather than as one fp32 per 64 weights. The engine's rules
+    for both are in :mod:`calculators.vllm.weight_layout`.
+    """
+
+    mxfp4_padding: tuple[int, int] = MXFP4_MARLIN_PADDING
+    bnb_nested_statistics: bool = False
 #: bitsandbytes 4-bit (``bitsandbytes.functional.quantize_4bit``): one absmax per block of 64 weights
 #: of the flattened matrix; with double quantisation the absmaxes are themselves quantised to 8 bits in
 #: blocks of 256, each block keeping an fp32 absmax (``quantize_blockwise(absmax, blocksize=256)``).
@@ -104,7 +118,7 @@ def decoder_layer(m: ModelSpec, layer: int) -> list[Linear]:
 
 
 def linear_bytes(lin: Linear, quantization: str, act_bytes: int, group_size: int = QUANT_GROUP,
-                 mxfp4_padding: tuple[int, int] = MXFP4_MARLIN_PADDING) -> float:
+                 layout: WeightLayout = WeightLayout()) -> float:
     """Bytes of one linear's weights (all ``count`` matrices) in a weight format [bytes].
 
     fp8: 1 B/weight + fp32 scale per 128×128 block; int8: 1 B + fp32 per output channel;
@@ -112,20 +126,20 @@ def linear_bytes(lin: Linear, quantization: str, act_bytes: int, group_size: int
     −1: one group per column): b/8 B + (fp16 scale + b-bit zero) per group per column, as vLLM's
     AWQ/GPTQ (Marlin) layers hold ``qweight``, ``scales`` and ``qzeros``
     (https://github.com/vllm-project/vllm/blob/v0.10.0/vllm/model_executor/layers/quantization/awq_marlin.py);
-    MXFP4: 4 bits + one E8M0 byte per 32, expert matrices padded to ``mxfp4_padding`` (hidden, width);
+    MXFP4: 4 bits + one E8M0 byte per 32, expert matrices padded to the layout's ``mxfp4_padding``;
     NVFP4: 4 bits + one fp8 byte per 16. Biases stay in the activation dtype.
 
     bitsandbytes (vLLM ``--quantization bitsandbytes``) quantises the linear layers only (``quantized``
     linears here: attention, MLP and expert projections; embeddings, LM head, norms and MoE routers
     stay unquantised). 4-bit (NF4 or FP4): two weights per byte + one fp32 absmax per 64 weights,
     ``n/2 + 4·⌈n/64⌉`` bytes per matrix of ``n`` weights, whether or not the checkpoint used double
-    quantisation: vLLM's loader dequantises nested statistics back to fp32 absmaxes when it loads the
-    weights (``dequantize_dq`` in ``vllm/model_executor/model_loader/bitsandbytes_loader.py``,
+    quantisation, where the loader dequantises nested statistics back to fp32 absmaxes when it loads the
+    weights (vLLM from v0.10: ``dequantize_dq`` in ``vllm/model_executor/model_loader/bitsandbytes_loader.py``,
     https://github.com/vllm-project/vllm/blob/v0.10.2/vllm/model_executor/model_loader/bitsandbytes_loader.py:
-    "This comes at the cost of increased memory usage"; vllm-project/vllm PR #19742, June 2025, in every
-    release from v0.10), and its in-flight quantisation of a bf16
-    checkpoint is ``quantize_4bit(w, compress_statistics=True, quant_type="nf4")``, dequantised the same way.
-    The checkpoint's own size is :func:`bnb_4bit_bytes` with ``double_quant``. 8-bit (LLM.int8,
+    "This comes at the cost of increased memory usage"; vllm-project/vllm PR #19742, June 2025); its in-flight
+    quantisation of a bf16 checkpoint is ``quantize_4bit(w, compress_statistics=True, quant_type="nf4")``,
+    dequantised the same way. A layout with ``bnb_nested_statistics`` keeps them double-quantised, as vLLM
+    did before (:func:`bnb_4bit_bytes` with ``double_quant``, also the checkpoint's own size). 8-bit (LLM.int8,
     ``load_in_8bit``): one int8 per weight + one fp32 scale (``SCB``) per output row, ``n + 4·out``.
     Rules from the bitsandbytes docs (https://huggingface.co/docs/bitsandbytes/main/en/reference/functional:
     ``quantize_4bit(blocksize=64)``, ``quantize_blockwise(blocksize=256)`` for nested absmaxes) and
@@ -137,7 +151,8 @@ def linear_bytes(lin: Linear, quantization: str, act_bytes: int, group_size: int
     if q == "mxfp4-moe":
         q = "mxfp4" if lin.split == "experts" else "none"
     if q == "mxfp4" and lin.split == "experts":
-        n = _round_up(lin.in_features, mxfp4_padding[0]) * _round_up(lin.out_features, mxfp4_padding[1])
+        hidden, width = layout.mxfp4_padding
+        n = _round_up(lin.in_features, hidden) * _round_up(lin.out_features, width)
     groups = (1 if group_size == -1 else -(-lin.in_features // group_size)) * lin.out_features
     per_matrix = {
         "none": n * act_bytes,
@@ -147,7 +162,7 @@ def linear_bytes(lin: Linear, quantization: str, act_bytes: int, group_size: int
         "awq-int8": n + groups * 3, "gptq-int8": n + groups * 3,
         "mxfp4": n * (0.5 + 1 / 32),
         "nvfp4": n * (0.5 + 1 / 16),
-        "bitsandbytes": bnb_4bit_bytes(n),
+        "bitsandbytes": bnb_4bit_bytes(n, double_quant=layout.bnb_nested_statistics),
         "bitsandbytes-8bit": n + 4 * lin.out_features,
     }[q]
     return lin.count * (per_matrix + (lin.out_features * act_bytes if lin.bias else 0))
@@ -205,7 +220,7 @@ SPLITS = ("tp", "kv", "global_kv", "none", "experts")
 
 @lru_cache(maxsize=1024)
 def stage_linear_sums(model: ModelSpec, quantization: str, act_bytes: int, first: int, count: int,
-                      mxfp4_padding: tuple[int, int] = MXFP4_MARLIN_PADDING) -> dict[str, tuple[float, float]]:
+                      layout: WeightLayout = WeightLayout()) -> dict[str, tuple[float, float]]:
     """``{split: (bytes, parameters)}`` of the linears of layers ``first … first + count − 1``.
 
     Bytes are in the weight format; parameters count weights only (for FLOP). Cached per model:
@@ -217,7 +232,7 @@ def stage_linear_sums(model: ModelSpec, quantization: str, act_bytes: int, first
     for layer in range(first, first + count):
         for lin in decoder_layer(model, layer):
             sums[lin.split][0] += (
-                linear_bytes(lin, quantization, act_bytes, group, mxfp4_padding) if ftype is None
+                linear_bytes(lin, quantization, act_bytes, group, layout) if ftype is None
                 else gguf.linear_bytes(lin, ftype, layer, model.num_hidden_layers, act_bytes))
             sums[lin.split][1] += lin.count * lin.in_features * lin.out_features
     return {k: (v[0], v[1]) for k, v in sums.items()}
@@ -231,14 +246,14 @@ def shard(model: ModelSpec, split: str, tp: np.ndarray, ep: np.ndarray | None = 
 def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike = 1,
                            pipeline_parallel_size: int = 1, quantization: str | None = None,
                            dtype: str = "auto", expert_parallel_size: ArrayLike | None = None,
-                           mxfp4_padding: tuple[int, int] = MXFP4_MARLIN_PADDING) -> np.ndarray:
+                           layout: WeightLayout = WeightLayout()) -> np.ndarray:
     """Weight bytes on one GPU of each pipeline stage [bytes], shape ``(pp, *broadcast(tp))``.
 
     ``expert_parallel_size`` (vLLM ``--enable-expert-parallel``: TP × DP) puts whole experts on
     each GPU instead of slicing every expert by TP. A vision or audio encoder (``encoder_params``)
     sits on the first stage in the activation dtype, split by TP (vLLM shards its linears;
-    docs/vllm-memory.md §2.2). ``mxfp4_padding``: the MXFP4 MoE kernel's (hidden, per-rank expert width)
-    multiples, Marlin's unless the caller knows the kernel.
+    docs/vllm-memory.md §2.2). ``layout``: what the engine does with quantised weights that the checkpoint
+    leaves open (:class:`WeightLayout`; the defaults unless the caller knows the engine).
     """
     tp = check_tensor_parallel(model, tensor_parallel_size).astype(np.float64)
     ep = (None if expert_parallel_size is None
@@ -252,10 +267,10 @@ def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike 
     parts = pp_layer_partition(model.num_hidden_layers, pipeline_parallel_size)
     stages, first = [], 0
     for i, n in enumerate(parts):
-        sums = stage_linear_sums(model, q, s, first, n, mxfp4_padding)
+        sums = stage_linear_sums(model, q, s, first, n, layout)
         total = np.zeros_like(tp) + rope + n * norms_per_layer * s
         for split, (nbytes, _) in sums.items():
-            pad = expert_rank_padding(model, q, tp, ep, mxfp4_padding[1]) if split == "experts" else 1.0
+            pad = expert_rank_padding(model, q, tp, ep, layout.mxfp4_padding[1]) if split == "experts" else 1.0
             total = total + nbytes * shard(model, split, tp, ep) * pad
         if i == 0:
             total = total + embed + _per_layer_embedding_bytes(model, s, tp) + model.encoder_params * s / tp

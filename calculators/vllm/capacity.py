@@ -54,7 +54,7 @@ from calculators.vllm.versions import (
     subtracts_cudagraphs,
     uses_hybrid_kv_manager,
 )
-from calculators.vllm.weight_layout import mxfp4_note, mxfp4_padding
+from calculators.vllm.weight_layout import mxfp4_note, weight_layout
 
 V0_SWAP_SPACE_BYTES = 4 * GiB  # vLLM V0 --swap-space default, sizes "# CPU blocks"
 
@@ -351,7 +351,7 @@ def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_by
     weights = weight_bytes_per_stage(model, tensor_parallel_size=s.tensor_parallel_size,
                                      pipeline_parallel_size=s.pipeline_parallel_size, quantization=s.quantization,
                                      dtype=s.dtype, expert_parallel_size=s.expert_parallel_size,
-                                     mxfp4_padding=mxfp4_padding(gpu, v))
+                                     layout=weight_layout(gpu, v))
     mla_layer = mla_load_bytes_per_layer(model, v, s.quantization, s.tensor_parallel_size, dtype_bytes(s.dtype))
     ctx = _Context(s, v, gpu, budget, coefficients)
     stages = tuple(_stage(model, ctx, i, kinds, kv_kinds, float(np.ravel(weights[i])[0]) + len(kinds) * mla_layer)

@@ -1,7 +1,8 @@
-"""Which MXFP4 MoE kernel vLLM picks for a GPU and release, and how that kernel pads the expert weights.
+"""How vLLM lays quantised weights out in GPU memory, by GPU and release, where the checkpoint does not say.
 
-gpt-oss checkpoints store their experts in MXFP4. vLLM runs them through one of several kernels, chosen
-at start-up by ``get_mxfp4_backend`` and each padding the expert matrices to its own tile sizes in
+**MXFP4 experts: which MoE kernel vLLM picks, and how that kernel pads them.** gpt-oss checkpoints store
+their experts in MXFP4. vLLM runs them through one of several kernels, chosen at start-up by
+``get_mxfp4_backend`` and each padding the expert matrices to its own tile sizes in
 ``Mxfp4MoEMethod.create_weights`` (vllm/model_executor/layers/quantization/mxfp4.py, read at v0.10.2,
 v0.11.0, v0.12.0 and v0.15.1):
 
@@ -19,10 +20,19 @@ v0.11.0, v0.12.0 and v0.15.1):
 
 GPUs of compute capability 12.x (RTX 5090, RTX PRO 6000) take Marlin: ``triton_kernels`` is not
 supported beyond 11.0.
+
+**bitsandbytes 4-bit statistics.** Before 0.10 vLLM kept a checkpoint's double-quantised absmaxes as stored
+(one uint8 per 64 weights, one fp32 per 256 blocks) and quantised bf16 checkpoints in flight with
+``quantize_4bit(compress_statistics=True)`` (``BitsAndBytesModelLoader._unquantized_generator`` in
+vllm/model_executor/model_loader/loader.py, v0.8.5); from 0.10 it dequantises them to one fp32 per 64 weights
+(pull request 19742). Llama-3.1-405B quantised in flight at TP 8 on A100-40GB cards with 0.7.2 printed
+``Loading model weights took 25.14 GiB``: 25.14 with nested statistics, 27.32 with fp32 ones. The rule assumes
+nested statistics before 0.10, which a checkpoint saved without double quantisation would not have
+(3/64 B a weight less than it keeps).
 """
 from __future__ import annotations
 
-from calculators.memory.weights import MXFP4_MARLIN_PADDING
+from calculators.memory.weights import MXFP4_MARLIN_PADDING, WeightLayout
 from calculators.specs.schema import GPUSpec
 from calculators.vllm.versions import VllmVersion
 
@@ -31,6 +41,8 @@ MXFP4_PADDING: dict[str, tuple[int, int]] = {"marlin": MXFP4_MARLIN_PADDING, "tr
                                              "flashinfer": (256, 256), "rocm": (256, 256)}
 #: The first release that ships ``triton_kernels`` inside vLLM (``vllm/third_party/triton_kernels``).
 TRITON_KERNELS_VENDORED = (0, 12, 0)
+#: The first release that dequantises bitsandbytes' nested statistics at load (pull request 19742).
+BNB_STATISTICS_DEQUANTISED = (0, 10, 0)
 
 
 def mxfp4_moe_backend(gpu: GPUSpec | None, v: VllmVersion) -> str:
@@ -53,6 +65,12 @@ def mxfp4_padding(gpu: GPUSpec | None, v: VllmVersion) -> tuple[int, int]:
     return MXFP4_PADDING[mxfp4_moe_backend(gpu, v)]
 
 
+def weight_layout(gpu: GPUSpec | None, v: VllmVersion) -> WeightLayout:
+    """How vLLM ``v`` lays quantised weights out on ``gpu`` (:class:`calculators.memory.weights.WeightLayout`)."""
+    return WeightLayout(mxfp4_padding=mxfp4_padding(gpu, v),
+                        bnb_nested_statistics=not v.at_least(*BNB_STATISTICS_DEQUANTISED))
+
+
 def mxfp4_note(gpu: GPUSpec | None, v: VllmVersion) -> str:
     """How the weights were padded, in words, for a result's notes."""
     backend = mxfp4_moe_backend(gpu, v)
@@ -65,4 +83,5 @@ def mxfp4_note(gpu: GPUSpec | None, v: VllmVersion) -> str:
 
 _KERNEL_NAMES = {"marlin": "Marlin", "triton": "Triton", "flashinfer": "FlashInfer", "rocm": "ROCm Triton"}
 
-__all__ = ["MXFP4_PADDING", "TRITON_KERNELS_VENDORED", "mxfp4_moe_backend", "mxfp4_note", "mxfp4_padding"]
+__all__ = ["BNB_STATISTICS_DEQUANTISED", "MXFP4_PADDING", "TRITON_KERNELS_VENDORED", "mxfp4_moe_backend",
+           "mxfp4_note", "mxfp4_padding", "weight_layout"]

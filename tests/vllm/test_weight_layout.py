@@ -1,15 +1,16 @@
-"""The MXFP4 MoE kernel vLLM picks, and its padding of gpt-oss's experts (worked by hand, checked on logs)."""
+"""How vLLM lays quantised weights out: the MXFP4 MoE kernel's padding of gpt-oss's experts and bitsandbytes'
+statistics by release (worked by hand, checked on logs)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from calculators.memory.weights import weight_bytes_per_stage
+from calculators.memory.weights import WeightLayout, weight_bytes_per_stage
 from calculators.specs.catalog import get_gpu, get_model
 from calculators.units import GiB
 from calculators.vllm.capacity import vllm_capacity
 from calculators.vllm.versions import parse_vllm_version
-from calculators.vllm.weight_layout import mxfp4_moe_backend, mxfp4_padding
+from calculators.vllm.weight_layout import mxfp4_moe_backend, mxfp4_padding, weight_layout
 
 GPT_OSS = "openai/gpt-oss-120b"
 
@@ -29,7 +30,8 @@ def test_backend_by_gpu_and_release():
 
 
 def _gib(model, tp: int, padding: tuple[int, int]) -> float:
-    return float(np.ravel(weight_bytes_per_stage(model, tensor_parallel_size=tp, mxfp4_padding=padding)[0])[0]) / GiB
+    w = weight_bytes_per_stage(model, tensor_parallel_size=tp, layout=WeightLayout(mxfp4_padding=padding))
+    return float(np.ravel(w[0])[0]) / GiB
 
 
 def test_triton_pads_each_rank_to_64_not_128_by_hand():
@@ -63,3 +65,27 @@ def test_the_result_says_which_padding_it_assumed():
     assert any("Triton kernel" in n and "multiple of 64" in n for n in r.notes)
     dense = vllm_capacity(get_model("meta-llama/Llama-3.1-8B"), gpu=get_gpu("H200-SXM"), vllm_version="0.15.1")
     assert not any("MXFP4" in n for n in dense.notes)
+
+
+def test_bnb_statistics_nested_before_0_10_by_hand():
+    # 4-bit weights with one fp32 absmax per 64 (0.10 on) or one uint8 per 64 and one fp32 per 256 blocks
+    # (before): for Llama-3.1-8B's linears (6,979,321,856 weights: 32 layers × (4096 × 6144 + 4096 × 4096 +
+    # 3 × 4096 × 14336)) the difference is 3 B per 64 weights less 4 B per 16,384
+    assert weight_layout(None, _v("0.7.2")).bnb_nested_statistics
+    assert not weight_layout(None, _v("0.10.0")).bnb_nested_statistics
+    m = get_model("meta-llama/Llama-3.1-8B")
+    gib = {nested: float(np.ravel(weight_bytes_per_stage(m, quantization="bitsandbytes", layout=WeightLayout(
+        bnb_nested_statistics=nested))[0])[0]) for nested in (False, True)}
+    per_layer = [4096 * 6144, 4096 * 4096] + [4096 * 14336] * 3
+    blocks = [-(-n // 64) for n in per_layer]
+    fp32 = sum(4 * b for b in blocks) * 32
+    nested = sum(b + 4 * -(-b // 256) for b in blocks) * 32
+    assert gib[False] - gib[True] == pytest.approx(fp32 - nested)
+
+
+def test_llama_405b_in_flight_bnb_at_tp8_on_0_7_2_loads_as_printed():
+    # a vLLM 0.7.2 log, eight A100-40GB, --quantization bitsandbytes on the bf16 checkpoint:
+    # "Loading model weights took 25.1436 GB" (GiB, as V0 printed them)
+    r = vllm_capacity(get_model("meta-llama/Llama-3.1-405B"), gpu=get_gpu("A100-40GB-SXM"), tensor_parallel_size=8,
+                      quantization="bitsandbytes", vllm_version="0.7.2", max_model_len=30000)
+    assert r.stages[0].weights_bytes / GiB == pytest.approx(25.14, abs=0.02)
