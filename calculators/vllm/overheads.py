@@ -88,7 +88,7 @@ class Coefficients:
 #: probabilities + 4 B fp32 exponential draws: ``Sampler.forward`` and ``TopKTopPSampler.forward_native``
 #: in vllm/v1/sample/ of v0.21.0), its range from the bare logits to the Triton kernel's fp32 scratch.
 COEFFICIENTS = Coefficients(
-    activation_base_bytes=Span(0.0, 0.2 * GiB, 0.6 * GiB),
+    activation_base_bytes=Span(0.0, 0.15 * GiB, 0.6 * GiB),
     forward_factor=Span(0.8, 1.0, 2.6),
     pinned_factor=Span(0.0, 1.0, 2.0),
     sampler_bytes={"v0_sort": Span(20, 40, 40), "v1_sort": Span(30, 38, 40), "flashinfer": Span(8, 12, 20),
@@ -97,7 +97,7 @@ COEFFICIENTS = Coefficients(
     non_torch_bytes={"one_gpu": Span(0.0, 0.04 * GiB, 0.5 * GiB),
                      "one_gpu_before_0_7": Span(0.2 * GiB, 0.38 * GiB, 0.5 * GiB),
                      "multi_gpu": Span(0.0, 0.2 * GiB, 0.7 * GiB),
-                     "nvlink_before_0_9": Span(1.0 * GiB, 2.3 * GiB, 2.4 * GiB),
+                     "nvlink_before_0_9": Span(1.0 * GiB, 3.0 * GiB, 3.0 * GiB),
                      "nvswitch": Span(0.2 * GiB, 3.0 * GiB, 7.2 * GiB), "rocm": Span(0.0, 2.75 * GiB, 4.0 * GiB)},
     cudagraph_per_layer_bytes={"dense": Span(8 * MiB, 17 * MiB, 34 * MiB), "moe": Span(3 * MiB, 17 * MiB, 74 * MiB)},
 )
