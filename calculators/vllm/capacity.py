@@ -280,7 +280,7 @@ def stage_overheads(model: ModelSpec, s: Settings, gpu: GPUSpec | None, num_laye
     act = activation_peak(model, max_num_batched_tokens=s.max_num_batched_tokens, max_num_seqs=s.max_num_seqs,
                           tensor_parallel_size=s.tensor_parallel_size, act_bytes=dtype_bytes(s.dtype),
                           sampler=sampler_profile(v, model, quantized, s.flashinfer_sampler) if last_stage else None,
-                          encoder=encoder, coefficients=coefficients)
+                          encoder=encoder, quantization=s.quantization, coefficients=coefficients)
     nt = non_torch(s.tensor_parallel_size * s.pipeline_parallel_size, gpu, v, coefficients)
     pinned = pinned_segments(model, v, max_num_batched_tokens=s.max_num_batched_tokens,
                              tensor_parallel_size=s.tensor_parallel_size, act_bytes=dtype_bytes(s.dtype),

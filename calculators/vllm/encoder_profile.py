@@ -105,7 +105,8 @@ def encoder_pass(model: ModelSpec, v: VllmVersion, *, max_num_batched_tokens: in
     items, requests = dummy_images(item.tokens, v, max_num_batched_tokens=max_num_batched_tokens,
                                    max_num_seqs=max_num_seqs, max_model_len=max_model_len)
     patches = items * item.patches
-    # the text forward's live tensors per position, over the tower's width and MLP width [B]
+    # the text forward's live tensors per position, over the tower's width and MLP width [B] (a vision MLP is not
+    # gated: one MLP width fewer than the text rule counts; the rule is kept, within the estimate's range)
     per_patch = (ACTIVATION_HIDDEN_COPIES * enc.hidden_size
                  + ACTIVATION_FFN_COPIES * enc.intermediate_size / tensor_parallel_size) * act_bytes
     pixels = patches * enc.pixel_values_per_patch * PIXEL_VALUE_BYTES

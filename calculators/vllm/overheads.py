@@ -19,11 +19,18 @@ from calculators.vllm.versions import VllmVersion, uses_v2_model_runner
 if TYPE_CHECKING:
     from calculators.vllm.encoder_profile import EncoderPass
 
-#: Live activation tensors per batched token: input + residual (2·hidden) and the MLP's
-#: gate/up output plus activation output (3 × FFN width on this rank), in the activation dtype; MoE
-#: models add the fused-MoE kernel's routed outputs, ``top_k × hidden`` whatever the TP size
-#: (``intermediate_cache3`` in vllm/model_executor/layers/fused_moe/fused_moe.py).
-ACTIVATION_HIDDEN_COPIES = 2
+#: Live activation tensors per batched token while the MLP's down projection runs: the residual, the
+#: normalised input the decoder layer still holds and the projection's output (3·hidden), and the gate/up
+#: output, which the MLP's local variable keeps alive, plus the activation output (3 × FFN width on this rank),
+#: in the activation dtype (``Qwen2MLP.forward`` / ``LlamaMLP.forward`` and their decoder layers in
+#: vllm/model_executor/models/); MoE models add the fused-MoE kernel's routed outputs, ``top_k × hidden``
+#: whatever the TP size (``intermediate_cache3`` in vllm/model_executor/layers/fused_moe/fused_moe.py).
+ACTIVATION_HIDDEN_COPIES = 3
+#: bitsandbytes 4-bit linears compute each output shard into a tensor of their own and copy it into the
+#: layer's output (``_apply_bnb_4bit`` in vllm/model_executor/layers/quantization/bitsandbytes.py, v0.8.5 and
+#: v0.12.0, "Infeasible now due to the bug" in bitsandbytes' ``out=``), after dequantising the shard's weight:
+#: one more hidden-size copy per token during the down projection, and that projection's bf16 weight.
+BNB_EXTRA_HIDDEN_COPIES = 1
 ACTIVATION_FFN_COPIES = 3
 #: Capture sizes up to 512 tokens make the full CUDA-graph pool; fewer sequences capture fewer.
 CUDAGRAPH_FULL_CAPTURE_TOKENS = 512
@@ -88,7 +95,7 @@ class Coefficients:
 #: probabilities + 4 B fp32 exponential draws: ``Sampler.forward`` and ``TopKTopPSampler.forward_native``
 #: in vllm/v1/sample/ of v0.21.0), its range from the bare logits to the Triton kernel's fp32 scratch.
 COEFFICIENTS = Coefficients(
-    activation_base_bytes=Span(0.0, 0.15 * GiB, 0.6 * GiB),
+    activation_base_bytes=Span(0.0, 0.05 * GiB, 0.6 * GiB),
     forward_factor=Span(0.8, 1.0, 2.6),
     pinned_factor=Span(0.0, 1.0, 2.0),
     sampler_bytes={"v0_sort": Span(20, 40, 40), "v1_sort": Span(30, 38, 40), "flashinfer": Span(8, 12, 20),
@@ -98,7 +105,7 @@ COEFFICIENTS = Coefficients(
                      "one_gpu_before_0_7": Span(0.2 * GiB, 0.38 * GiB, 0.5 * GiB),
                      "multi_gpu": Span(0.0, 0.2 * GiB, 0.7 * GiB),
                      "nvlink_before_0_9": Span(1.0 * GiB, 3.0 * GiB, 3.0 * GiB),
-                     "nvswitch": Span(0.2 * GiB, 3.0 * GiB, 7.2 * GiB), "rocm": Span(0.0, 2.75 * GiB, 4.0 * GiB)},
+                     "nvswitch": Span(0.2 * GiB, 3.0 * GiB, 7.2 * GiB), "rocm": Span(0.0, 2.5 * GiB, 4.0 * GiB)},
     cudagraph_per_layer_bytes={"dense": Span(8 * MiB, 17 * MiB, 34 * MiB), "moe": Span(3 * MiB, 17 * MiB, 74 * MiB)},
 )
 
@@ -173,17 +180,31 @@ def non_torch_class(num_gpus: int, gpu: GPUSpec | None, v: VllmVersion) -> str:
     return "multi_gpu" if v.at_least(0, 9) else "nvlink_before_0_9"
 
 
-def _forward_bytes_per_token(model: ModelSpec, tensor_parallel_size: int, act_bytes: int) -> float:
-    ffn = max(model.intermediate_size,
-              model.num_experts_per_tok * model.moe_intermediate_size + model.shared_expert_intermediate_size)
+def _ffn_width(model: ModelSpec) -> int:
+    return max(model.intermediate_size,
+               model.num_experts_per_tok * model.moe_intermediate_size + model.shared_expert_intermediate_size)
+
+
+def _forward_bytes_per_token(model: ModelSpec, tensor_parallel_size: int, act_bytes: int,
+                             quantization: str = "none") -> float:
     moe_out = model.num_experts_per_tok * model.hidden_size if model.is_moe else 0
-    return (ACTIVATION_HIDDEN_COPIES * model.hidden_size + moe_out
-            + ACTIVATION_FFN_COPIES * ffn / tensor_parallel_size) * act_bytes
+    hidden = ACTIVATION_HIDDEN_COPIES + (BNB_EXTRA_HIDDEN_COPIES if quantization == "bitsandbytes" else 0)
+    return (hidden * model.hidden_size + moe_out + ACTIVATION_FFN_COPIES * _ffn_width(model) / tensor_parallel_size
+            ) * act_bytes
+
+
+def _dequantised_weight_bytes(model: ModelSpec, tensor_parallel_size: int, quantization: str) -> float:
+    """The bf16 down-projection weight bitsandbytes dequantises for its matmul, held beside the forward's
+    tensors [bytes] (:data:`BNB_EXTRA_HIDDEN_COPIES`); 0 for other formats."""
+    if quantization != "bitsandbytes":
+        return 0.0
+    return _ffn_width(model) / tensor_parallel_size * model.hidden_size * 2
 
 
 def activation_peak(model: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int,
                     tensor_parallel_size: int, act_bytes: int, sampler: str | None = "v1_sort",
-                    encoder: EncoderPass | None = None, coefficients: Coefficients = COEFFICIENTS) -> Estimate:
+                    encoder: EncoderPass | None = None, quantization: str = "none",
+                    coefficients: Coefficients = COEFFICIENTS) -> Estimate:
     """Peak activation memory of vLLM's profile run on one GPU [bytes].
 
     ``max(base + forward_factor × tokens × per-token bytes, requests × vocab × sampler bytes)``:
@@ -197,8 +218,8 @@ def activation_peak(model: ModelSpec, *, max_num_batched_tokens: int, max_num_se
     encoder pass's dummy requests (V0 runs fewer when each carries an image).
     """
     c = coefficients
-    per_token = _forward_bytes_per_token(model, tensor_parallel_size, act_bytes)
-    forward = max_num_batched_tokens * per_token
+    per_token = _forward_bytes_per_token(model, tensor_parallel_size, act_bytes, quantization)
+    forward = max_num_batched_tokens * per_token + _dequantised_weight_bytes(model, tensor_parallel_size, quantization)
     requests = max_num_seqs if encoder is None else encoder.requests
     entries = 0 if sampler is None else min(requests, max_num_batched_tokens) * model.vocab_size
     s = c.sampler_bytes[sampler] if sampler is not None else Span(0.0, 0.0, 0.0)

@@ -267,7 +267,7 @@ def test_deepseek_before_mla_caches_every_head_padded_to_256():
 def test_only_the_last_pipeline_stage_profiles_the_sampler():
     # vLLM runs the dummy sampler pass on the last pipeline rank only (V1 profile_run; V0 execute_model returns
     # intermediate tensors on the other ranks). Qwen2.5-7B at PP 2, 0.10.2 without FlashInfer: 2,048 profiled
-    # tokens × (2 × 3,584 + 3 × 18,944) × 2 B = 262,144,000 B of forward pass (plus the forward's base) on both
+    # tokens × (3 × 3,584 + 3 × 18,944) × 2 B = 276,824,064 B of forward pass (plus the forward's base) on both
     # stages; only stage 1 sorts 256 × 152,064 vocabulary entries (× the sort's bytes per entry, about 1.4 GB),
     # a pass that runs after the forward's buffers are freed and exceeds it.
     r = vllm_capacity(get_model("Qwen/Qwen2.5-7B-Instruct"), gpu=get_gpu("L40S"), pipeline_parallel_size=2,
@@ -275,7 +275,7 @@ def test_only_the_last_pipeline_stage_profiles_the_sampler():
     first, last = (st.activation for st in r.stages)
     c = COEFFICIENTS
     assert "no sampler pass" in first.basis
-    assert first.value == pytest.approx(c.activation_base_bytes.value + c.forward_factor.value * 262_144_000)
+    assert first.value == pytest.approx(c.activation_base_bytes.value + c.forward_factor.value * 276_824_064)
     assert last.value == pytest.approx(256 * 152_064 * c.sampler_bytes["v1_sort"].value)
 
 

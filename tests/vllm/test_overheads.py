@@ -105,12 +105,13 @@ def test_in_place_sampler_pass_by_hand():
 
 
 def test_pinned_segments_only_in_0_27_to_0_30_by_hand():
-    # Qwen3-32B at 8,192 profiled tokens on one GPU: per token 2 × 5,120 (input, residual) + 3 × 25,600 (gate/up
-    # and activation outputs) values of 2 B = 174,080 B, so 1,426,063,360 B of forward tensors, pinned once
+    # Qwen3-32B at 8,192 profiled tokens on one GPU: per token 3 × 5,120 (residual, normalised input, MLP output)
+    # + 3 × 25,600 (gate/up and activation outputs) values of 2 B = 184,320 B, so 1,509,949,440 B of forward
+    # tensors, pinned once
     m = get_model("Qwen/Qwen3-32B")
     kw = {"max_num_batched_tokens": 8192, "tensor_parallel_size": 1, "act_bytes": 2}
     e = pinned_segments(m, parse_vllm_version("0.27.1"), **kw)
-    assert e is not None and (e.low, e.value, e.high) == (0, 1_426_063_360, 2 * 1_426_063_360)
+    assert e is not None and (e.low, e.value, e.high) == (0, 1_509_949_440, 2 * 1_509_949_440)
     assert pinned_segments(m, parse_vllm_version("0.30.0"), **kw) is not None
     # 0.26 measured torch's allocated peak (pinned blocks are reserved, not allocated); 0.31 profiles with a
     # 20 MiB split limit, so freed blocks stay releasable
@@ -140,14 +141,30 @@ def test_one_gpu_non_torch_before_0_7_is_its_own_class():
 def test_moe_forward_counts_the_fused_moe_buffers():
     """DeepSeek-R1 at TP 8, no sampler pass (a middle pipeline stage), 32,000 profiled tokens, bf16.
 
-    Per token: input + residual 2 × 7,168 = 14,336; the fused-MoE kernel's gate/up and activation buffers for
-    8 routed experts of 2,048 and the shared one, split by TP: 3 × (8 × 2,048 + 2,048) / 8 = 6,912; its routed
-    outputs at full hidden width, 8 × 7,168 = 57,344. (14,336 + 6,912 + 57,344) × 2 B = 157,184 B;
-    × 32,000 tokens = 5,029,888,000 B, + the base.
+    Per token: residual, normalised input and the MoE block's output 3 × 7,168 = 21,504; the fused-MoE kernel's
+    gate/up and activation buffers for 8 routed experts of 2,048 and the shared one, split by TP:
+    3 × (8 × 2,048 + 2,048) / 8 = 6,912; its routed outputs at full hidden width, 8 × 7,168 = 57,344.
+    (21,504 + 6,912 + 57,344) × 2 B = 171,520 B; × 32,000 tokens = 5,488,640,000 B, + the base.
     """
     e = activation_peak(get_model("deepseek-ai/DeepSeek-R1"), max_num_batched_tokens=32_000, max_num_seqs=1024,
                         tensor_parallel_size=8, act_bytes=2, sampler=None)
-    assert e.value == COEFFICIENTS.activation_base_bytes.value + 5_029_888_000
+    assert e.value == COEFFICIENTS.activation_base_bytes.value + 5_488_640_000
     dense = activation_peak(get_model("meta-llama/Llama-3.1-8B-Instruct"), max_num_batched_tokens=1000,
                             max_num_seqs=256, tensor_parallel_size=1, act_bytes=2, sampler=None)
-    assert dense.value == COEFFICIENTS.activation_base_bytes.value + 1000 * (2 * 4096 + 3 * 14336) * 2  # no MoE term
+    assert dense.value == COEFFICIENTS.activation_base_bytes.value + 1000 * (3 * 4096 + 3 * 14336) * 2  # no MoE term
+
+
+def test_bitsandbytes_forward_by_hand():
+    # Llama-3.1-405B in bitsandbytes 4-bit at TP 8, 30,000 profiled tokens (a V0 0.7.2 log printed a 5.16 GiB
+    # activation peak). Per token: residual, normalised input and down-projection output (3 × 16,384), the
+    # bitsandbytes matmul's own copy of that output (16,384) and the gate/up and activation outputs
+    # (3 × 53,248 / 8), 2 B each; plus the down projection's dequantised bf16 shard, 6,656 × 16,384 × 2 B
+    m = get_model("meta-llama/Llama-3.1-405B")
+    e = activation_peak(m, max_num_batched_tokens=30_000, max_num_seqs=256, tensor_parallel_size=8, act_bytes=2,
+                        sampler=None, quantization="bitsandbytes")
+    forward = 30_000 * (4 * 16_384 + 3 * 53_248 // 8) * 2 + 6_656 * 16_384 * 2
+    assert e.value == pytest.approx(COEFFICIENTS.activation_base_bytes.value + forward)
+    assert e.value / GiB == pytest.approx(5.16, rel=0.05)
+    plain = activation_peak(m, max_num_batched_tokens=30_000, max_num_seqs=256, tensor_parallel_size=8, act_bytes=2,
+                            sampler=None)
+    assert e.value - plain.value == pytest.approx(30_000 * 16_384 * 2 + 6_656 * 16_384 * 2)
