@@ -359,7 +359,7 @@ def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_by
                                                             stage_kv_layer_types(model, s.pipeline_parallel_size),
                                                             strict=True)))
     binding = min(range(len(stages)), key=lambda i: (stages[i].num_blocks, stages[i].available.value))
-    weight_notes = [mxfp4_note(gpu, v)] if resolve_quantization(model, s.quantization).startswith("mxfp4") else []
+    weight_notes = [mxfp4_note(gpu, v)] if s.quantization.startswith("mxfp4") else []
     return _report(model, name, total, s, v, budget, stages, binding, mla_layer, weight_notes)
 
 

@@ -253,8 +253,8 @@ def pinned_segments(model: ModelSpec, v: VllmVersion, *, max_num_batched_tokens:
     (:data:`PINNED_SEGMENT_RELEASES`), None in others: ``pinned_factor`` × the forward pass's per-token
     tensors over ``max_num_batched_tokens``. The factor is 1 as derived (each of the forward's large
     transient blocks pinned once), not fitted; its range runs from none pinned to twice as much.
-    Qwen3-32B on one RTX PRO 6000 with 0.27.1 left 2.5 GiB beyond weights and activation, at TP 2
-    0.9 GiB, against 1.3 and 0.7 GiB of forward tensors (docs/vllm-memory.md §2.6)."""
+    Qwen3-32B with 0.27.1 on RTX PRO 6000 cards left 3.86 GiB beyond its weights on one GPU and 1.66 GiB at
+    TP 2, where its forward tensors are 1.41 and 0.82 GiB (docs/vllm-memory.md §2.6)."""
     start, until = PINNED_SEGMENT_RELEASES
     if v.engine != "V1" or not v.at_least(*start) or v.at_least(*until):
         return None

@@ -39,6 +39,7 @@ from calculators.vllm.versions import VllmVersion
 #: (hidden-size multiple, per-rank expert-width multiple) of each kernel's padded expert matrices.
 MXFP4_PADDING: dict[str, tuple[int, int]] = {"marlin": MXFP4_MARLIN_PADDING, "triton": (256, 64),
                                              "flashinfer": (256, 256), "rocm": (256, 256)}
+_KERNEL_NAMES = {"marlin": "Marlin", "triton": "Triton", "flashinfer": "FlashInfer", "rocm": "ROCm Triton"}
 #: The first release that ships ``triton_kernels`` inside vLLM (``vllm/third_party/triton_kernels``).
 TRITON_KERNELS_VENDORED = (0, 12, 0)
 #: The first release that dequantises bitsandbytes' nested statistics at load (pull request 19742).
@@ -79,9 +80,6 @@ def mxfp4_note(gpu: GPUSpec | None, v: VllmVersion) -> str:
     return (f"MXFP4 experts padded as vLLM {v.text}'s {_KERNEL_NAMES[backend]} kernel pads them on {where}: hidden "
             f"size to a multiple of {hidden}, each GPU's share of the expert width to a multiple of {width} "
             "(docs/vllm-memory.md §2.2)")
-
-
-_KERNEL_NAMES = {"marlin": "Marlin", "triton": "Triton", "flashinfer": "FlashInfer", "rocm": "ROCm Triton"}
 
 __all__ = ["BNB_STATISTICS_DEQUANTISED", "MXFP4_PADDING", "TRITON_KERNELS_VENDORED", "mxfp4_moe_backend",
            "mxfp4_note", "mxfp4_padding", "weight_layout"]
