@@ -61,7 +61,7 @@ import pandas as pd
 
 from calculators.errors import InvalidInputError
 from calculators.perf import serving
-from calculators.perf.bands import TAIL_LEVELS, band_edges, fit_band, held_out_coverage
+from calculators.perf.bands import TAIL_LEVELS, band_edges, fit_band, held_out_coverage, share_inside
 from calculators.perf.coefficients import DEFAULT_ENGINE, Profile, engine_generation, load_fit
 from calculators.perf.measurements import GPUS, measurements_frame
 from calculators.perf.roofline import Efficiencies, Roofline
@@ -650,10 +650,8 @@ def _nested_coverage(pred: pd.DataFrame, loso: pd.DataFrame, metric: str, tail: 
         others = loso_rows(pred[pred["source_id"] != source])
         others = others[others["metric"] == metric]
         held = loso[(loso["source_id"] == source) & (loso["metric"] == metric)]["loso_log_ratio"]
-        if others.empty or held.empty:
-            continue
-        lo, hi = band_edges(others["loso_log_ratio"], others["source_id"], tail)
-        out[str(source)] = (len(held), float(((held >= lo) & (held <= hi)).mean()))
+        if not (others.empty or held.empty):
+            out[str(source)] = share_inside(held, others["loso_log_ratio"], others["source_id"], tail)
     return out
 
 

@@ -151,19 +151,20 @@ def band_edges(log_ratio: ArrayLike, source: ArrayLike, tail: float) -> tuple[fl
     return (min(weighted_quantile(log_ratio, w, tail), 0.0), max(weighted_quantile(log_ratio, w, 1 - tail), 0.0))
 
 
+def share_inside(held: ArrayLike, log_ratio: ArrayLike, source: ArrayLike, tail: float) -> tuple[int, float]:
+    """``(rows, share)`` of the held-out residuals ``held`` inside the band fitted on the others' residuals
+    ``log_ratio`` (by ``source``) at ``tail``."""
+    h = np.asarray(held, dtype=float)
+    lo, hi = band_edges(log_ratio, source, tail)
+    return len(h), float(((h >= lo) & (h <= hi)).mean())
+
+
 def held_out_coverage(log_ratio: ArrayLike, source: ArrayLike, tail: float) -> dict[str, tuple[int, float]]:
     """Per source: ``(rows, share inside edges fitted without it)`` at ``tail``. Sources with no other source
     to fit on are left out."""
     lr, src = np.asarray(log_ratio, dtype=float), np.asarray(source)
-    out: dict[str, tuple[int, float]] = {}
-    for s in dict.fromkeys(src.tolist()):
-        mine = src == s
-        if mine.all():
-            continue
-        lo, hi = band_edges(lr[~mine], src[~mine], tail)
-        held = lr[mine]
-        out[str(s)] = (len(held), float(((held >= lo) & (held <= hi)).mean()))
-    return out
+    return {str(s): share_inside(lr[src == s], lr[src != s], src[src != s], tail)
+            for s in dict.fromkeys(src.tolist()) if not (src == s).all()}
 
 
 def fit_band(log_ratio: pd.Series, source: pd.Series) -> BandEntry:
@@ -186,5 +187,5 @@ def fit_band(log_ratio: pd.Series, source: pd.Series) -> BandEntry:
 
 
 __all__ = ["BAND_FILE", "PESSIMISTIC_EDGE", "TAIL_LEVELS", "TARGET_COVERAGE", "BandEntry", "BandFile", "TimingBand",
-           "band_edges", "fit_band", "held_out_coverage", "load_bands", "parse_band_file", "source_weights",
-           "timing_band", "weighted_quantile"]
+           "band_edges", "fit_band", "held_out_coverage", "load_bands", "parse_band_file", "share_inside",
+           "source_weights", "timing_band", "weighted_quantile"]
