@@ -188,6 +188,7 @@ FITTED = (
     ("non_torch_bytes", "multi_gpu", [i * 0.05 * GiB for i in range(31)]),
     ("non_torch_bytes", "nvlink_before_0_9", [i * 0.1 * GiB for i in range(31)]),  # printed: 1.5–2.95 GiB
     ("non_torch_bytes", "nvswitch", [i * 0.25 * GiB for i in range(13)]),  # NCCL NVLS buffers: ≤ 3 GiB
+    ("non_torch_bytes", "nvswitch_before_0_9", [i * 0.25 * GiB for i in range(30)]),  # printed: 7.16 GiB
     ("non_torch_bytes", "rocm", [i * 0.25 * GiB for i in range(17)]),
 )
 #: A case's error counts at most this much in the fit, so one broken log cannot steer it.

@@ -31,6 +31,10 @@ ACTIVATION_HIDDEN_COPIES = 3
 #: v0.12.0, "Infeasible now due to the bug" in bitsandbytes' ``out=``), after dequantising the shard's weight:
 #: one more hidden-size copy per token during the down projection, and that projection's bf16 weight.
 BNB_EXTRA_HIDDEN_COPIES = 1
+#: MoE layers with shared experts run them first and keep their output, one hidden-size copy per token, while
+#: the routed experts run (``DeepseekV2MoE.forward`` in vllm/model_executor/models/deepseek_v2.py, v0.7.3 and
+#: v0.9.2; ``FusedMoEModularKernel.forward`` in vllm/model_executor/layers/fused_moe/modular_kernel.py, v0.10.2).
+SHARED_EXPERT_OUTPUT_COPIES = 1
 ACTIVATION_FFN_COPIES = 3
 #: Capture sizes up to 512 tokens make the full CUDA-graph pool; fewer sequences capture fewer.
 CUDAGRAPH_FULL_CAPTURE_TOKENS = 512
@@ -43,6 +47,14 @@ CUDAGRAPH_FULL_CAPTURE_TOKENS = 512
 PINNED_SEGMENT_RELEASES = ((0, 27, 0), (0, 31, 0))
 #: GPU architectures whose NVLink switch systems give NCCL its NVLink-SHARP buffers.
 NVSWITCH_ARCHITECTURES = ("Hopper", "Blackwell", "Blackwell Ultra")
+#: How each non-torch class (:func:`non_torch_class`) reads in an explanation.
+NON_TORCH_CLASS_WORDS = {"one_gpu": "one GPU", "one_gpu_before_0_7": "one GPU, vLLM before 0.7",
+                         "multi_gpu": "several GPUs on PCIe or across nodes, or A100s on NVLink",
+                         "nvlink_before_0_9": "NVLink, vLLM before 0.9: NCCL connects its buffers at start-up",
+                         "nvswitch": "NVLink switch: NCCL's NVLink-SHARP buffers",
+                         "nvswitch_before_0_9": "NVLink switch, vLLM before 0.9: NCCL connects its buffers, "
+                                                "NVLink-SHARP's too, at start-up",
+                         "rocm": "AMD GPUs: HIP runtime, hipBLASLt and RCCL workspaces"}
 #: ``flashinfer_sampler`` values: the release's default, or what the log's sampler line says
 #: ("Using FlashInfer for top-p & top-k sampling" = ``on``; "Falling back to the PyTorch-native
 #: implementation" = ``off``). vLLM's switch is the environment variable VLLM_USE_FLASHINFER_SAMPLER.
@@ -105,7 +117,9 @@ COEFFICIENTS = Coefficients(
                      "one_gpu_before_0_7": Span(0.2 * GiB, 0.38 * GiB, 0.5 * GiB),
                      "multi_gpu": Span(0.0, 0.2 * GiB, 0.7 * GiB),
                      "nvlink_before_0_9": Span(1.0 * GiB, 3.0 * GiB, 3.0 * GiB),
-                     "nvswitch": Span(0.2 * GiB, 3.0 * GiB, 7.2 * GiB), "rocm": Span(0.0, 2.5 * GiB, 4.0 * GiB)},
+                     "nvswitch": Span(0.2 * GiB, 2.5 * GiB, 4.0 * GiB),
+                     "nvswitch_before_0_9": Span(2.25 * GiB, 7.25 * GiB, 10.0 * GiB),
+                     "rocm": Span(0.0, 2.5 * GiB, 4.0 * GiB)},
     cudagraph_per_layer_bytes={"dense": Span(8 * MiB, 17 * MiB, 34 * MiB), "moe": Span(3 * MiB, 17 * MiB, 74 * MiB)},
 )
 
@@ -167,7 +181,9 @@ def non_torch_class(num_gpus: int, gpu: GPUSpec | None, v: VllmVersion) -> str:
     ``nvlink_before_0_9``: several other GPUs on NVLink (A100 SXM) on a release before 0.9, whose torch
     2.6 or older ships NCCL ≤ 2.21: its communicators connect their ring and tree buffers, many channels
     wide on NVLink, when they are created, where NCCL 2.22+ (torch 2.7, vLLM 0.9) connects them at the
-    first collective that needs them (docs/vllm-memory.md §2.4).
+    first collective that needs them (docs/vllm-memory.md §2.4). ``nvswitch_before_0_9``: the same eager
+    connection on Hopper/Blackwell NVLink switch boards, where it also sets up NVLink-SHARP buffers for
+    every communicator of more than two GPUs.
     """
     if gpu is not None and gpu.vendor == "AMD":
         return "rocm"
@@ -176,7 +192,7 @@ def non_torch_class(num_gpus: int, gpu: GPUSpec | None, v: VllmVersion) -> str:
     if gpu is None or not gpu.scale_up_link.startswith("NVLink"):
         return "multi_gpu"
     if gpu.architecture in NVSWITCH_ARCHITECTURES:
-        return "nvswitch"
+        return "nvswitch" if v.at_least(0, 9) else "nvswitch_before_0_9"
     return "multi_gpu" if v.at_least(0, 9) else "nvlink_before_0_9"
 
 
@@ -188,7 +204,8 @@ def _ffn_width(model: ModelSpec) -> int:
 def _forward_bytes_per_token(model: ModelSpec, tensor_parallel_size: int, act_bytes: int,
                              quantization: str = "none") -> float:
     moe_out = model.num_experts_per_tok * model.hidden_size if model.is_moe else 0
-    hidden = ACTIVATION_HIDDEN_COPIES + (BNB_EXTRA_HIDDEN_COPIES if quantization == "bitsandbytes" else 0)
+    hidden = (ACTIVATION_HIDDEN_COPIES + (BNB_EXTRA_HIDDEN_COPIES if quantization == "bitsandbytes" else 0)
+              + (SHARED_EXPERT_OUTPUT_COPIES if model.is_moe and model.shared_expert_intermediate_size else 0))
     return (hidden * model.hidden_size + moe_out + ACTIVATION_FFN_COPIES * _ffn_width(model) / tensor_parallel_size
             ) * act_bytes
 
@@ -244,7 +261,7 @@ def non_torch(num_gpus: int, gpu: GPUSpec | None, v: VllmVersion,
     """CUDA context growth, cuBLAS workspaces and (multi-GPU) NCCL / custom all-reduce buffers [bytes]."""
     kind = non_torch_class(num_gpus, gpu, v)
     s = coefficients.non_torch_bytes[kind]
-    return Estimate(s.value, s.low, s.high, f"{s.value / GiB:.2f} GiB per GPU ({kind.replace('_', ' ')})")
+    return Estimate(s.value, s.low, s.high, f"{s.value / GiB:.2f} GiB per GPU ({NON_TORCH_CLASS_WORDS[kind]})")
 
 
 def pinned_segments(model: ModelSpec, v: VllmVersion, *, max_num_batched_tokens: int, tensor_parallel_size: int,

@@ -8,6 +8,7 @@ from calculators.specs.hf_config import load_config_file
 from calculators.units import GiB
 from calculators.vllm.overheads import (
     COEFFICIENTS,
+    NON_TORCH_CLASS_WORDS,
     activation_peak,
     cudagraph,
     non_torch,
@@ -55,6 +56,8 @@ def test_non_torch_class_by_interconnect():
     assert non_torch_class(1, get_gpu("MI300X"), NOW) == non_torch_class(8, get_gpu("MI355X"), NOW) == "rocm"
     e = non_torch(8, get_gpu("L40S"), NOW)
     assert e.low <= 0.21 * GiB <= e.high  # V1-07 printed 0.21 GiB at TP 8 on L40S (0.10.2)
+    assert "several GPUs" in e.basis and "_" not in e.basis
+    assert set(NON_TORCH_CLASS_WORDS) == set(COEFFICIENTS.non_torch_bytes)  # every class explained, none left over
 
 
 def test_nvlink_before_0_9_connects_nccl_eagerly():
@@ -65,6 +68,16 @@ def test_nvlink_before_0_9_connects_nccl_eagerly():
     assert non_torch_class(8, get_gpu("A100-40GB-PCIe"), v071) == "multi_gpu"  # PCIe: few channels
     e = non_torch(8, a100, v071)
     assert e.low <= 2.10 * GiB <= e.high  # DeepSeek-Coder-V2-Lite at TP 8 on A100-40GB SXM, 0.7.1, printed 2.10 GiB
+
+
+def test_nvswitch_before_0_9_connects_nvlink_sharp_eagerly():
+    # The same eager connection on Hopper NVLink-switch boards also sets up NVLink-SHARP buffers per communicator
+    h200, v073, v0100 = get_gpu("H200-SXM"), parse_vllm_version("0.7.3"), parse_vllm_version("0.10.0")
+    assert non_torch_class(8, h200, v073) == "nvswitch_before_0_9"
+    assert non_torch_class(8, h200, v0100) == "nvswitch"
+    early, late = non_torch(8, h200, v073), non_torch(8, h200, v0100)
+    assert early.low <= 7.16 * GiB <= early.high  # DeepSeek-R1 at TP 8 on H200s, 0.7.3, printed 7.16 GiB
+    assert late.value < early.value and late.high < 7.16 * GiB
 
 
 @pytest.mark.parametrize(("model", "tokens", "seqs", "tp", "version", "flashinfer", "printed_gib"), [
@@ -141,14 +154,19 @@ def test_one_gpu_non_torch_before_0_7_is_its_own_class():
 def test_moe_forward_counts_the_fused_moe_buffers():
     """DeepSeek-R1 at TP 8, no sampler pass (a middle pipeline stage), 32,000 profiled tokens, bf16.
 
-    Per token: residual, normalised input and the MoE block's output 3 × 7,168 = 21,504; the fused-MoE kernel's
-    gate/up and activation buffers for 8 routed experts of 2,048 and the shared one, split by TP:
+    Per token: residual, normalised input and the MoE block's output 3 × 7,168 = 21,504; the shared expert's
+    output, computed first and held while the routed experts run, 7,168; the fused-MoE kernel's gate/up and
+    activation buffers for 8 routed experts of 2,048 and the shared one, split by TP:
     3 × (8 × 2,048 + 2,048) / 8 = 6,912; its routed outputs at full hidden width, 8 × 7,168 = 57,344.
-    (21,504 + 6,912 + 57,344) × 2 B = 171,520 B; × 32,000 tokens = 5,488,640,000 B, + the base.
+    (21,504 + 7,168 + 6,912 + 57,344) × 2 B = 185,856 B; × 32,000 tokens = 5,947,392,000 B, + the base.
     """
     e = activation_peak(get_model("deepseek-ai/DeepSeek-R1"), max_num_batched_tokens=32_000, max_num_seqs=1024,
                         tensor_parallel_size=8, act_bytes=2, sampler=None)
-    assert e.value == COEFFICIENTS.activation_base_bytes.value + 5_488_640_000
+    assert e.value == COEFFICIENTS.activation_base_bytes.value + 5_947_392_000
+    no_shared = activation_peak(get_model("Qwen/Qwen3-30B-A3B"), max_num_batched_tokens=1000, max_num_seqs=256,
+                                tensor_parallel_size=1, act_bytes=2, sampler=None)
+    # Qwen3-30B-A3B has no shared expert: 3 × 2,048 + 3 × 8 × 768 + 8 × 2,048 = 40,960 values per token
+    assert no_shared.value == COEFFICIENTS.activation_base_bytes.value + 1000 * 40_960 * 2
     dense = activation_peak(get_model("meta-llama/Llama-3.1-8B-Instruct"), max_num_batched_tokens=1000,
                             max_num_seqs=256, tensor_parallel_size=1, act_bytes=2, sampler=None)
     assert dense.value == COEFFICIENTS.activation_base_bytes.value + 1000 * (3 * 4096 + 3 * 14336) * 2  # no MoE term
