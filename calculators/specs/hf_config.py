@@ -28,6 +28,8 @@ from calculators.errors import InvalidInputError
 from calculators.specs.schema import ModelSpec
 from calculators.specs.vision import vision_encoder_from_config
 
+#: vLLM sizes a multimodal rope's cos/sin cache for this many times ``max_position_embeddings`` (:func:`_rope`).
+MROPE_CACHE_FACTOR = 4
 #: ``model_type``s whose MLP is two matrices (up, activation, down) rather than gate + up + down:
 #: ``PhiMLP`` (fc1/fc2), GPT-NeoX, GPT-J, GPT-2, StarCoder2, BLOOM, OPT, MPT, GPTBigCode, CodeGen in
 #: transformers' modelling code (https://github.com/huggingface/transformers/tree/v4.57.0/src/transformers/models).
@@ -690,13 +692,16 @@ def _rope(c: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
     YaRN ``original_max_position_embeddings × factor`` rows, and linear scaling ``max_position × factor``
     rows (``LinearScalingRotaryEmbedding._compute_cos_sin_cache``,
     https://github.com/vllm-project/vllm/blob/v0.8.3/vllm/model_executor/layers/rotary_embedding.py).
-    Gemma-3's sliding-window layers (``rope_local_base_freq``) have a second, unscaled cache.
+    Gemma-3's sliding-window layers (``rope_local_base_freq``) have a second, unscaled cache. Multimodal
+    rope (a ``mrope_section``: Qwen2-VL, Qwen2.5-VL, Qwen3-VL) keeps :data:`MROPE_CACHE_FACTOR` times the
+    positions, for long videos (``MRotaryEmbedding.__init__``, ``cache_max_position_num``, in
+    vllm/model_executor/layers/rotary_embedding/mrope.py, v0.10.2 to v0.26.0; rotary_embedding.py in v0.8.5).
     """
     if c.get("alibi") or c.get("position_embedding_type") == "alibi":
         return {"rotary_dim": 0, "rope_cache_positions": 0, "num_rope_caches": 0}
     rotary = (fields.get("qk_rope_head_dim") or c.get("rotary_dim")
               or int(fields["head_dim"] * float(c.get("partial_rotary_factor", 1.0))))
-    scaling = c.get("rope_scaling") or {}
+    scaling = c.get("rope_scaling") or c.get("rope_parameters") or {}
     kind = (scaling.get("rope_type") or scaling.get("type")) if isinstance(scaling, dict) else None
     unscaled = positions = fields["max_position_embeddings"]
     if kind in {"yarn", "deepseek_yarn"}:
@@ -705,6 +710,8 @@ def _rope(c: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
                         * _number(scaling.get("factor", 1), "rope_scaling.factor"))
     elif kind == "linear":
         positions = int(positions * _number(scaling.get("factor", 1), "rope_scaling.factor"))
+    if isinstance(scaling, dict) and scaling.get("mrope_section"):
+        positions *= MROPE_CACHE_FACTOR
     local = c.get("rope_local_base_freq") is not None
     return {"rotary_dim": rotary, "rope_cache_positions": positions + (unscaled if local else 0),
             "num_rope_caches": 2 if local else 1}

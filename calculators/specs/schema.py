@@ -138,6 +138,8 @@ class VisionEncoderSpec(_Frozen):
     separator_tokens: int = Field(default=0, ge=0)
     output_width: int = Field(gt=0)
     pixel_values_per_patch: int = Field(gt=0, description="channels × patch² × temporal patch")
+    deepstack_levels: int = Field(default=0, ge=0, description="vision features added to early text layers "
+                                  "(Qwen3-VL's deepstack), each with a buffer of the text hidden size per token")
     video: VideoProfileSpec | None = None
     note: str = ""
 

@@ -74,7 +74,8 @@ def _spec(family: str, enc: dict[str, Any], patches: int, tokens: int, width: in
     hidden, inter = _width(enc)
     return VisionEncoderSpec(family=family, hidden_size=hidden, intermediate_size=inter, patches_per_item=patches,
                              tokens_per_item=tokens, separator_tokens=separators, output_width=width,
-                             pixel_values_per_patch=values, video=video)
+                             pixel_values_per_patch=values, deepstack_levels=len(enc.get("deepstack_visual_indexes")
+                                                                                 or ()), video=video)
 
 
 def _gemma3(cfg: dict[str, Any], enc: dict[str, Any], text_hidden: int) -> VisionEncoderSpec:

@@ -32,7 +32,7 @@ from calculators.memory.weights import resolve_quantization, weight_bytes_per_st
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.units import GiB
 from calculators.validation import fraction, positive_int
-from calculators.vllm.encoder_profile import encoder_pass
+from calculators.vllm.encoder_profile import deepstack_buffer_bytes, encoder_pass
 from calculators.vllm.mla_weights import mla_load_bytes_per_layer
 from calculators.vllm.overheads import (
     COEFFICIENTS,
@@ -352,6 +352,8 @@ def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_by
                                      pipeline_parallel_size=s.pipeline_parallel_size, quantization=s.quantization,
                                      dtype=s.dtype, expert_parallel_size=s.expert_parallel_size,
                                      layout=weight_layout(gpu, v))
+    weights[0] += deepstack_buffer_bytes(model, max_num_batched_tokens=s.max_num_batched_tokens,
+                                         act_bytes=dtype_bytes(s.dtype))
     mla_layer = mla_load_bytes_per_layer(model, v, s.quantization, s.tensor_parallel_size, dtype_bytes(s.dtype))
     ctx = _Context(s, v, gpu, budget, coefficients)
     stages = tuple(_stage(model, ctx, i, kinds, kv_kinds, float(np.ravel(weights[i])[0]) + len(kinds) * mla_layer)

@@ -115,3 +115,18 @@ def encoder_pass(model: ModelSpec, v: VllmVersion, *, max_num_batched_tokens: in
     basis = (f"{items} dummy {enc.family} {item.modality} item(s) × {item.patches:,} patches × {per_patch:,.0f} B; "
              f"kept: {items} × {rows:,} output rows × {enc.output_width:,} wide and the pixels")
     return EncoderPass(items, patches * per_patch + pixels, outputs + pixels, requests, basis)
+
+
+def deepstack_buffer_bytes(model: ModelSpec, *, max_num_batched_tokens: int, act_bytes: int) -> float:
+    """Qwen3-VL's deepstack buffers on one GPU [bytes], allocated with the model and so counted as weights.
+
+    ``deepstack_levels × max_num_batched_tokens × text hidden × act_bytes``: the model's ``__init__`` keeps one
+    zeroed ``(max_num_batched_tokens, hidden)`` tensor per deepstack level for the vision features it adds to
+    the first text layers (``Qwen3VLForConditionalGeneration`` and ``Qwen3VLMoeForConditionalGeneration`` in
+    vllm/model_executor/models/qwen3_vl.py and qwen3_vl_moe.py, v0.11.0 and v0.26.0); none without a vision
+    tower or deepstack levels.
+    """
+    enc = model.vision_encoder
+    if enc is None or not enc.deepstack_levels:
+        return 0.0
+    return float(enc.deepstack_levels * max_num_batched_tokens * model.hidden_size * act_bytes)

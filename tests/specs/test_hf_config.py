@@ -306,6 +306,21 @@ def test_gemma3_rope_caches_include_the_linear_scaling_factor():
     assert plain.rope_cache_positions == plain.max_position_embeddings
 
 
+def test_multimodal_rope_cache_holds_four_times_the_positions():
+    """vLLM's ``MRotaryEmbedding`` sizes its cos/sin cache for 4 × ``max_position_embeddings`` (long videos).
+
+    Qwen3-VL-30B-A3B: mrope_section [24, 20, 20], 262,144 positions, head_dim 128: 1,048,576 rows × 128 × 2 B =
+    268,435,456 B (256 MiB), where a plain rope of the same settings would hold 64 MiB.
+    """
+    m = hf("Qwen__Qwen3-VL-30B-A3B-Instruct")
+    assert (m.rope_cache_positions, m.rotary_dim, m.num_rope_caches) == (1_048_576, 128, 1)
+    cfg = json.loads((HF_CONFIGS / "Qwen__Qwen3-VL-30B-A3B-Instruct.json").read_text())
+    cfg["text_config"]["rope_parameters"] = cfg["text_config"].pop("rope_scaling")  # transformers 5's spelling
+    assert model_from_config(cfg, id="v5").rope_cache_positions == 1_048_576
+    plain = hf("Qwen__Qwen2.5-1.5B-Instruct")  # a text model's plain rope keeps its positions
+    assert plain.rope_cache_positions == plain.max_position_embeddings
+
+
 @pytest.mark.parametrize("q, group", [
     ({"quant_method": "awq", "bits": 4, "group_size": 32, "zero_point": True}, 32),
     ({"quant_method": "gptq", "bits": 4, "group_size": -1}, -1),

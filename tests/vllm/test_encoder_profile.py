@@ -7,7 +7,7 @@ from calculators.specs.catalog import get_gpu
 from calculators.specs.hf_config import load_config_file
 from calculators.units import GiB
 from calculators.vllm.capacity import vllm_capacity
-from calculators.vllm.encoder_profile import dummy_images, encoder_pass
+from calculators.vllm.encoder_profile import deepstack_buffer_bytes, dummy_images, encoder_pass
 from calculators.vllm.overheads import COEFFICIENTS, activation_peak
 from calculators.vllm.versions import parse_vllm_version
 from tests.conftest import HF_CONFIGS
@@ -92,3 +92,22 @@ def test_qwen3_vl_profiles_its_largest_video_and_0_11_0_pads_it_to_the_budget():
     assert encoder_pass(model, parse_vllm_version("0.12.0"), **kw).kept_bytes == 12_288 * 8192 * 2 + pixels
     # V0 has no video profile: the image stays
     assert "image" in encoder_pass(model, parse_vllm_version("0.8.3", "V0"), **kw).basis
+
+
+def test_qwen3_vl_deepstack_buffers_count_as_weights():
+    """Qwen3-VL keeps one (max_num_batched_tokens × text hidden) buffer per deepstack level from model
+    construction: 3 × 8,192 × 2,048 × 2 B = 100,663,296 B. Both Qwen3-VL-30B-A3B logs print their weights
+    ("Model loading took"): 29.31 GiB at TP 2 with 8,192 tokens on 0.12.0, 14.7708 GiB at TP 4 with 2,048 on
+    0.11.0; the tower split by TP, the 256 MiB multimodal rope cache and these buffers reproduce both."""
+    model = load_config_file(HF_CONFIGS / "Qwen__Qwen3-VL-30B-A3B-Instruct.json")
+    assert deepstack_buffer_bytes(model, max_num_batched_tokens=8192, act_bytes=2) == 100_663_296
+    assert deepstack_buffer_bytes(GEMMA3, max_num_batched_tokens=8192, act_bytes=2) == 0.0  # no deepstack
+    weights = {}
+    for tp, tokens, release, printed_gib in ((2, 8192, "0.12.0", 29.31), (4, 2048, "0.11.0", 14.7708)):
+        r = vllm_capacity(model, gpu=get_gpu("H100-SXM"), vllm_version=release, tensor_parallel_size=tp,
+                          max_num_batched_tokens=tokens, max_model_len=65_536)
+        weights[tp] = r.binding.weights_bytes
+        assert weights[tp] / GiB == pytest.approx(printed_gib, rel=0.002)
+    text_only = vllm_capacity(model, gpu=get_gpu("H100-SXM"), vllm_version="0.12.0", tensor_parallel_size=2,
+                              max_num_batched_tokens=8192, max_model_len=65_536, language_model_only=True)
+    assert text_only.binding.weights_bytes < weights[2] - 0.5 * GiB  # neither the tower nor its buffers
