@@ -193,4 +193,9 @@ def sequences_that_fit(model: ModelSpec, available_bytes: ArrayLike, seq_len: Ar
     """
     need = kv_bytes_per_sequence(model, seq_len, **kw)
     avail = finite("available_bytes", available_bytes)  # NaN/inf would cast to a negative int64
+    try:
+        np.broadcast_shapes(np.shape(avail), np.shape(need))
+    except ValueError:
+        raise InvalidInputError("seq_len", np.shape(seq_len), f"one number, or an array that pairs with "
+                                                              f"available_bytes of shape {np.shape(avail)}") from None
     return np.minimum(np.floor(np.maximum(avail, 0) / need), 2.0**62).astype(np.int64)

@@ -663,7 +663,7 @@ def _derived_max_len(c: dict[str, Any], positions: int, assumed: list[str]) -> i
     (https://github.com/vllm-project/vllm/blob/v0.10.0/vllm/config.py, ``_get_and_verify_max_len``).
     The scaled length is noted in ``assumed``.
     """
-    scaling = c.get("rope_scaling") or c.get("rope_parameters")
+    scaling = _rope_scaling(c)
     if not isinstance(scaling, dict) or str(c.get("model_type") or "").startswith("gemma3"):
         return positions
     kind = scaling.get("rope_type") or scaling.get("type")
@@ -685,6 +685,11 @@ def _number(value: Any, field: str) -> float:
     return float(value)
 
 
+def _rope_scaling(c: dict[str, Any]) -> Any:
+    """A text config's rope settings: ``rope_scaling``, or ``rope_parameters`` as transformers 5 names them."""
+    return c.get("rope_scaling") or c.get("rope_parameters")
+
+
 def _rope(c: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
     """Size of vLLM's cos/sin caches: rows over all distinct rope settings × rotary dims.
 
@@ -701,7 +706,7 @@ def _rope(c: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
         return {"rotary_dim": 0, "rope_cache_positions": 0, "num_rope_caches": 0}
     rotary = (fields.get("qk_rope_head_dim") or c.get("rotary_dim")
               or int(fields["head_dim"] * float(c.get("partial_rotary_factor", 1.0))))
-    scaling = c.get("rope_scaling") or c.get("rope_parameters") or {}
+    scaling = _rope_scaling(c) or {}
     kind = (scaling.get("rope_type") or scaling.get("type")) if isinstance(scaling, dict) else None
     unscaled = positions = fields["max_position_embeddings"]
     if kind in {"yarn", "deepseek_yarn"}:

@@ -284,7 +284,7 @@ def stage_overheads(model: ModelSpec, s: Settings, gpu: GPUSpec | None, num_laye
     nt = non_torch(s.tensor_parallel_size * s.pipeline_parallel_size, gpu, v, coefficients)
     pinned = pinned_segments(model, v, max_num_batched_tokens=s.max_num_batched_tokens,
                              tensor_parallel_size=s.tensor_parallel_size, act_bytes=dtype_bytes(s.dtype),
-                             coefficients=coefficients)
+                             quantization=s.quantization, coefficients=coefficients)
     nt = nt if pinned is None else nt.plus(pinned)
     cg = cudagraph(model, num_layers, s.enforce_eager, s.max_num_seqs, coefficients)
     return act, nt, cg, subtracts_cudagraphs(v, model, quantized, s.enforce_eager)

@@ -203,6 +203,9 @@ def _ffn_width(model: ModelSpec) -> int:
 
 def _forward_bytes_per_token(model: ModelSpec, tensor_parallel_size: int, act_bytes: int,
                              quantization: str = "none") -> float:
+    """Live activation tensors per batched token at the forward's peak on one GPU [bytes]: hidden-size copies
+    (:data:`ACTIVATION_HIDDEN_COPIES`, the bitsandbytes and shared-expert extras), MoE routed outputs and the
+    FFN buffers split by TP (:data:`ACTIVATION_FFN_COPIES`)."""
     moe_out = model.num_experts_per_tok * model.hidden_size if model.is_moe else 0
     hidden = (ACTIVATION_HIDDEN_COPIES + (BNB_EXTRA_HIDDEN_COPIES if quantization == "bitsandbytes" else 0)
               + (SHARED_EXPERT_OUTPUT_COPIES if model.is_moe and model.shared_expert_intermediate_size else 0))
@@ -216,6 +219,15 @@ def _dequantised_weight_bytes(model: ModelSpec, tensor_parallel_size: int, quant
     if quantization != "bitsandbytes":
         return 0.0
     return _ffn_width(model) / tensor_parallel_size * model.hidden_size * 2
+
+
+def _forward_bytes(model: ModelSpec, max_num_batched_tokens: int, tensor_parallel_size: int, act_bytes: int,
+                   quantization: str) -> tuple[float, float]:
+    """``(forward bytes, per-token bytes)`` of the profile's forward pass on one GPU [bytes]: the per-token
+    tensors over ``max_num_batched_tokens`` plus the weight bitsandbytes dequantises beside them."""
+    per_token = _forward_bytes_per_token(model, tensor_parallel_size, act_bytes, quantization)
+    return (max_num_batched_tokens * per_token + _dequantised_weight_bytes(model, tensor_parallel_size, quantization),
+            per_token)
 
 
 def activation_peak(model: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int,
@@ -235,8 +247,7 @@ def activation_peak(model: ModelSpec, *, max_num_batched_tokens: int, max_num_se
     encoder pass's dummy requests (V0 runs fewer when each carries an image).
     """
     c = coefficients
-    per_token = _forward_bytes_per_token(model, tensor_parallel_size, act_bytes, quantization)
-    forward = max_num_batched_tokens * per_token + _dequantised_weight_bytes(model, tensor_parallel_size, quantization)
+    forward, per_token = _forward_bytes(model, max_num_batched_tokens, tensor_parallel_size, act_bytes, quantization)
     requests = max_num_seqs if encoder is None else encoder.requests
     entries = 0 if sampler is None else min(requests, max_num_batched_tokens) * model.vocab_size
     s = c.sampler_bytes[sampler] if sampler is not None else Span(0.0, 0.0, 0.0)
@@ -265,17 +276,18 @@ def non_torch(num_gpus: int, gpu: GPUSpec | None, v: VllmVersion,
 
 
 def pinned_segments(model: ModelSpec, v: VllmVersion, *, max_num_batched_tokens: int, tensor_parallel_size: int,
-                    act_bytes: int, coefficients: Coefficients = COEFFICIENTS) -> Estimate | None:
+                    act_bytes: int, quantization: str = "none",
+                    coefficients: Coefficients = COEFFICIENTS) -> Estimate | None:
     """The profile's freed forward segments that releases 0.27–0.30 count as consumed [bytes]
-    (:data:`PINNED_SEGMENT_RELEASES`), None in others: ``pinned_factor`` × the forward pass's per-token
-    tensors over ``max_num_batched_tokens``. The factor is 1 as derived (each of the forward's large
+    (:data:`PINNED_SEGMENT_RELEASES`), None in others: ``pinned_factor`` × the forward pass's tensors, as
+    :func:`activation_peak` counts them. The factor is 1 as derived (each of the forward's large
     transient blocks pinned once), not fitted; its range runs from none pinned to twice as much.
     Qwen3-32B with 0.27.1 on RTX PRO 6000 cards left 3.86 GiB beyond its weights on one GPU and 1.66 GiB at
     TP 2, where its forward tensors are 1.41 and 0.82 GiB (docs/vllm-memory.md §2.6)."""
     start, until = PINNED_SEGMENT_RELEASES
     if v.engine != "V1" or not v.at_least(*start) or v.at_least(*until):
         return None
-    forward = max_num_batched_tokens * _forward_bytes_per_token(model, tensor_parallel_size, act_bytes)
+    forward, _ = _forward_bytes(model, max_num_batched_tokens, tensor_parallel_size, act_bytes, quantization)
     k = coefficients.pinned_factor
     return Estimate(k.value * forward, k.low * forward, k.high * forward,
                     f"{k.value * forward / GiB:.2f} GiB of freed activation segments pinned (counted as consumed "

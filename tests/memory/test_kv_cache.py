@@ -60,6 +60,9 @@ def test_seed_000_sequences_in_16_gib():
     m = hf("meta-llama__Llama-2-7b-hf")
     assert sequences_that_fit(m, 16 * GiB, 1024).item() == 32
     assert sequences_that_fit(m, 16e9, 1024).item() == 29
+    assert sequences_that_fit(m, [16 * GiB, 8 * GiB], [1024]).tolist() == [32, 16]  # one length, two budgets
+    with pytest.raises(InvalidInputError, match="seq_len"):  # two budgets, three lengths: no pairing
+        sequences_that_fit(m, [16 * GiB, 8 * GiB], [1024, 2048, 4096])
 
 
 def test_seed_003_llama3_70b_batch():

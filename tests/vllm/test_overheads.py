@@ -126,6 +126,10 @@ def test_pinned_segments_only_in_0_27_to_0_30_by_hand():
     e = pinned_segments(m, parse_vllm_version("0.27.1"), **kw)
     assert e is not None and (e.low, e.value, e.high) == (0, 1_509_949_440, 2 * 1_509_949_440)
     assert pinned_segments(m, parse_vllm_version("0.30.0"), **kw) is not None
+    # bitsandbytes: one more hidden copy (4 × 5,120 + 3 × 25,600 values of 2 B = 194,560 B per token) and the
+    # dequantised bf16 down projection (25,600 × 5,120 × 2 B), as in the activation peak
+    bnb = pinned_segments(m, parse_vllm_version("0.27.1"), quantization="bitsandbytes", **kw)
+    assert bnb is not None and bnb.value == 8192 * 194_560 + 25_600 * 5_120 * 2
     # 0.26 measured torch's allocated peak (pinned blocks are reserved, not allocated); 0.31 profiles with a
     # 20 MiB split limit, so freed blocks stay releasable
     assert pinned_segments(m, parse_vllm_version("0.26.1"), **kw) is None
