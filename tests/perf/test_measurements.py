@@ -77,10 +77,24 @@ def test_no_held_out_source_anywhere():
     "https://docs.vultr.com/inference-cookbook/x",
     "https://github.com/mlcommons/inference_results_v4.1/tree/0123456789abcdef0123456789abcdef01234567/closed",
     "https://github.com/vllm-project/perf-dashboard/blob/0123456789abcdef0123456789abcdef01234567/x.json",
+    "https://github.com/vllm-project/vllm/issues/12569",
+    "https://github.com/vllm-project/vllm/pull/21348#issuecomment-3131313131",
 ])
 def test_held_out_url_is_refused(url):
     with pytest.raises(MeasurementError, match=r"measurements/dstack.json row 1: source_url: .*held-out"):
         parse_file(_doc(source_url=url), "dstack.json")
+
+
+@pytest.mark.parametrize("url", [
+    "https://github.com/vllm-project/vllm/issues/12568#issuecomment-2631234567",
+    "https://github.com/vllm-project/vllm/issues/125690",   # not thread 12569: the number ends where it ends
+    "https://github.com/sgl-project/sglang/pull/4321",
+    "https://github.com/sgl-project/sglang/discussions/77",
+])
+def test_a_github_thread_needs_no_commit(url):
+    """An issue, pull request or discussion has no file to pin; the thread (or comment) is its address."""
+    _, rows = parse_file(_doc(source_url=url), "dstack.json")
+    assert rows[1].source_url == url
 
 
 @pytest.mark.parametrize(("changes", "field"), [
@@ -103,6 +117,7 @@ def test_held_out_url_is_refused(url):
     ({"request_rate": -1.0}, r"request_rate: got -1\.0"),
     ({"published": "2025-13-01"}, r"published: got '2025-13-01'"),
     ({"source_url": "https://github.com/dstackai/benchmarks/blob/main/x.csv"}, r"source_url: .*40-hex commit"),
+    ({"source_url": "https://github.com/sgl-project/sglang/pull/12/files"}, r"source_url: .*40-hex commit"),
     ({"source_id": "inferencex"}, r"source_id: got 'inferencex'"),
     ({"extra": {"derived_metrics": ["output_tok_s_per_gpu"]}}, r"extra\.derived_metrics"),
     ({"extra": {"lockstep": "yes"}}, r"extra\.lockstep: got 'yes'; true or false"),
