@@ -1,7 +1,7 @@
 """Fit the performance model's default coefficients on the public corpus; write ``performance_fit.toml``.
 
     .venv/bin/python benchmarks/fit_performance.py [--check] [--iterations N] [--engine-sd SD] [--moe-sd SD]
-                                                   [--out FILE]
+                                                   [--out FILE] [--jobs N]
 
 What is fitted (docs/performance-model.md §4): the reference set of
 :class:`~calculators.perf.roofline.Efficiencies` (12 numbers), a compute and a memory efficiency per GPU family,
@@ -27,6 +27,8 @@ import datetime as dt
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -177,6 +179,12 @@ def fit(rows: pd.DataFrame, space: Space, start: np.ndarray, iterations: int,
     return _levenberg_marquardt(rows, space, theta, iterations, log)
 
 
+def refit_without(source: str, rows: pd.DataFrame, space: Space, start: np.ndarray, iterations: int) -> Profile:
+    """The fit on every source but ``source``, warm-started from ``start`` (one leave-one-source-out profile)."""
+    theta = fit(rows[rows["source_id"] != source], space, start, iterations, log=lambda _: None)
+    return space.profile(theta)
+
+
 def _toml_table(header: str, values: dict[str, float]) -> list[str]:
     return [f"[{header}]", *(f"{k} = {v:.6g}" for k, v in values.items()), ""]
 
@@ -199,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--moe-sd", type=float, default=None,
                     help="prior sd (logit) of the MoE expert efficiency around its start of 0.7 (default 1.5)")
     ap.add_argument("--out", type=Path, default=OUT, help="where to write the fit file")
+    ap.add_argument("--jobs", type=int, default=1, help="processes for the leave-one-source-out refits")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     frame = measurements_frame()
@@ -215,10 +224,12 @@ def main(argv: list[str] | None = None) -> int:
              f'per-family, per-stack and per-engine entries (engine sd {args.engine_sd:g}'
              + ("" if args.moe_sd is None else f", MoE expert efficiency sd {args.moe_sd:g}") + ')"',
              'script = "benchmarks/fit_performance.py"', "", *profile_toml("shipped", space.profile(shipped))]
-    for source in sorted(rows["source_id"].unique()):
-        print(f"refit without {source}")
-        theta = fit(rows[rows["source_id"] != source], space, shipped, args.iterations)
-        lines += ["[[held_out]]", f'source = "{source}"', "", *profile_toml("held_out.profile", space.profile(theta))]
+    sources = sorted(rows["source_id"].unique())
+    refit = partial(refit_without, rows=rows, space=space, start=shipped, iterations=args.iterations)
+    with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+        for source, profile in zip(sources, pool.map(refit, sources), strict=True):
+            print(f"refitted without {source} ({time.perf_counter() - t0:.0f} s)")
+            lines += ["[[held_out]]", f'source = "{source}"', "", *profile_toml("held_out.profile", profile)]
     text = "\n".join(lines)
     parse_fit_file(text)
     print(text)
