@@ -4,10 +4,11 @@ The method (docs/performance-model.md §11):
 
 1. **Comparable rows** (:func:`screen`, :func:`comparable_rows`). A corpus row is kept when the product can
    state the same run: a load it models (below), neither prefill/decode disaggregated nor speculative decoding,
-   a model in the catalog (its id or alias, else the checkpoint it re-quantises), a GPU with a catalog id,
-   ``tp``, ``pp``, ``input_len`` and ``output_len`` stated, a weight precision that maps to a product format,
-   a KV-cache dtype the product knows, one replica of ``tp × pp`` GPUs (or replicas, below), at least one
-   metric the load can state, and a configuration the roofline accepts (for a ceiling or an open-loop run,
+   nor a workload whose prompts share a cached prefix, a model in the catalog (its id or alias, else the
+   checkpoint it re-quantises), a GPU with a catalog id, ``tp``, ``pp``, ``input_len`` and ``output_len``
+   stated (compared at the lengths the run served, :func:`_served_lengths`), a weight precision that maps to a
+   product format, a KV-cache dtype the product knows, one replica of ``tp × pp`` GPUs (or replicas, below), at
+   least one metric the load can state, and a configuration the roofline accepts (for a ceiling or an open-loop run,
    with a KV pool). Every other row goes to the ``skipped`` table with the first reason that applies.
    The loads and what each can state:
 
@@ -95,6 +96,8 @@ corpus holds, https://docs.vllm.ai/en/v0.8.3/serving/engine_args.html), TensorRT
 datacentre GPUs). SGLang and ATOM have none: their KV pool is the limit."""
 SATURATED = 0.95
 """An open-loop run is saturated when it served fewer than this share of the requests per second it offered."""
+FLAGS = ("disaggregated", "lockstep", "shared_prefix")
+"""The true-or-false marks of a row (``extra.<flag>``); absent means false."""
 CONFIG = ["model_id", "catalog_gpu", "tp", "pp", "quantization", "kv_dtype", "engine_generation"]
 """The columns that pick one roofline."""
 ROW_COLUMNS = ["row_id", "source_id", "source_row", "engine", "engine_generation", "gpu", "gpu_family",
@@ -273,9 +276,28 @@ def _flag(reason: pd.Series, detail: pd.Series, mask: pd.Series, why: str, what:
     detail[new] = what[new] if isinstance(what, pd.Series) else what
 
 
+def _served_lengths(f: pd.DataFrame) -> None:
+    """Compare the lengths the run served, in place.
+
+    Where the source prints its token totals and the requests it completed (else the prompts it sent),
+    ``input_len`` and ``output_len`` become the means per request, rounded to a token (else
+    ``output_len_mean_tokens`` for the output); the stated ones move to ``*_stated``. A random dataset drawn
+    below the stated length (SGLang's ``--random-range-ratio``) or a run without ``--ignore-eos`` serves shorter
+    requests than it names: gpt-oss runs stated at 2,048 output tokens served 500–700. Only rows that state
+    their lengths are touched."""
+    done = _column(f, "completed_requests").fillna(_column(f, "num_prompts"))
+    means = {"input_len": _column(f, "total_input_tokens") / done,
+             "output_len": (_column(f, "total_output_tokens") / done).fillna(_column(f, "output_len_mean_tokens"))}
+    for length, mean in means.items():
+        f[f"{length}_stated"] = f[length]
+        served = mean.notna() & (mean >= 1) & f[length].notna()
+        f[length] = f[length].astype(float).where(~served, mean.round())
+
+
 def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
-    """Row ids, resolved model, batch [sequences] and measured values."""
+    """Row ids, resolved model, served lengths, batch [sequences] and measured values."""
     f = frame.reset_index(drop=True).copy()
+    _served_lengths(f)
     if "row_id" not in f.columns:
         f["row_id"] = np.arange(len(f))
     f["source_row"] = f.groupby("source_id").cumcount()
@@ -283,10 +305,12 @@ def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
         f["catalog_gpu"] = f["gpu"].map(lambda g: GPUS.get(g, ("other", None))[1])
     if "gpu_family" not in f.columns:
         f["gpu_family"] = f["gpu"].map(lambda g: GPUS.get(g, ("other", None))[0])
-    for col in ("disaggregated", "lockstep", "spec_decoding", "kv_cache_dtype", "ep", "dp", "concurrency", "batch_size",
-                "request_rate", "num_prompts"):
+    for flag in FLAGS:
+        f[flag] = f[flag].fillna(False).astype(bool) if flag in f.columns else False
+    for col in ("spec_decoding", "kv_cache_dtype", "ep", "dp", "concurrency", "batch_size", "request_rate",
+                "num_prompts"):
         if col not in f.columns:
-            f[col] = False if col in ("disaggregated", "lockstep") else None
+            f[col] = None
     f["model_id"] = f["model"].map({m: resolve_model(m) for m in f["model"].unique()})
     version = f["engine_version"] if "engine_version" in f.columns else pd.Series(None, index=f.index)
     f["engine_generation"] = [engine_generation(str(e), v) for e, v in zip(f["engine"], version, strict=True)]
@@ -324,6 +348,7 @@ def _row_checks(f: pd.DataFrame) -> list[tuple[pd.Series, str, Any]]:
         (~f["load_mode"].isin(LOADS), "load mode not modelled", f["load_mode"].astype(str)),
         (f["disaggregated"].astype(bool), "prefill/decode disaggregated (not modelled)", "disaggregated"),
         (f["spec_decoding"].notna(), "speculative decoding (not modelled)", f["spec_decoding"].astype(str)),
+        (f["shared_prefix"], "shared-prefix workload (prefix caching not modelled)", "shared prefix"),
         (f["model_id"].isna(), "model not in the catalog", f["model"].astype(str)),
         (f["catalog_gpu"].isna(), "GPU has no catalog id", f["gpu"].astype(str)),
         (f["tp"].isna() | f["pp"].isna(), "tp or pp not stated", "tp/pp"),

@@ -13,8 +13,9 @@ energy units. Metrics computed by the collector rather than printed by the sourc
 divided out of a whole-system one) are listed in ``extra["derived_metrics"]``.
 
 Sources: InferenceX (SemiAnalysis), MLPerf Inference v5.1, dstack, DataCrunch, LMDeploy, LMSYS and vLLM
-blogs, TensorRT-LLM docs and blogs, SGLang benchmark tables, surajssd/llm-k8s; each file's ``source``
-gives URLs, dates and terms. Sources held out as an independent test are refused by URL
+blogs, vLLM recipes, TensorRT-LLM docs and blogs, SGLang benchmark tables and cookbook, AMD ROCm blogs,
+Oracle Cloud and CloudRift, surajssd/llm-k8s, adithyaJRunpod/vllm_bench; each file's ``source`` gives URLs,
+dates and terms. Sources held out as an independent test are refused by URL
 (:data:`HELD_OUT`). See docs/data-policy.md §9.
 """
 from __future__ import annotations
@@ -311,7 +312,7 @@ class Measurement(BaseModel):
         derived = self.extra.get("derived_metrics", [])
         if not isinstance(derived, list) or not set(derived) <= set(self.metrics):
             raise InvalidInputError("extra.derived_metrics", derived, "a list of keys present in metrics")
-        for flag in ("disaggregated", "lockstep"):
+        for flag in ("disaggregated", "lockstep", "shared_prefix"):
             if not isinstance(self.extra.get(flag, False), bool):
                 raise InvalidInputError(f"extra.{flag}", self.extra[flag], "true or false")
         spec = self.extra.get("spec_decoding")
@@ -410,6 +411,7 @@ def _record(m: Measurement) -> dict[str, Any]:
     row["disaggregated"] = bool(m.extra.get("disaggregated", False))
     row["spec_decoding"] = m.extra.get("spec_decoding")
     row["lockstep"] = bool(m.extra.get("lockstep", False))
+    row["shared_prefix"] = bool(m.extra.get("shared_prefix", False))
     row["derived_metrics"] = ",".join(m.extra.get("derived_metrics", []))
     return row | dict(m.metrics)
 

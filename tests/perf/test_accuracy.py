@@ -128,6 +128,32 @@ def test_measured_values_fall_back_in_the_stated_order():
     assert (rows.loc[1, "measured_ttft_s"], rows.loc[1, "ttft_key"]) == (pytest.approx(0.4), "ttft_mean_ms")
 
 
+def test_a_shared_prefix_workload_is_skipped_with_its_reason():
+    """Prompts that share a cached prefix prefill only their suffix: the model, without prefix caching, would
+    cost the whole prompt, so such a run is not compared."""
+    screened = screen(_frame({"shared_prefix": True}, {}))
+    assert len(screened.rows) == 1
+    assert screened.skipped["reason"].tolist() == ["shared-prefix workload (prefix caching not modelled)"]
+
+
+def test_the_lengths_compared_are_those_the_run_served():
+    """A random dataset drawn below its stated lengths: 10 requests of stated 1,000 / 1,000 tokens served 6,100
+    prompt and 4,210 output tokens, so the run is compared at 610 / 421; without totals the stated lengths stand,
+    a printed mean output length is used where the totals are missing, and the prompts sent where the requests
+    completed are not printed."""
+    rows = comparable_rows(_frame(
+        {"completed_requests": 10.0, "total_input_tokens": 6100.0, "total_output_tokens": 4210.0,
+         "input_len": 1000, "output_len": 1000},
+        {"input_len": 1000, "output_len": 1000},
+        {"output_len_mean_tokens": 887.6, "input_len": 128, "output_len": 1024},
+        {"num_prompts": 80, "total_input_tokens": 39668.0, "total_output_tokens": 40725.0},
+    )).set_index("row_id")
+    assert rows.loc[0, ["input_len", "output_len"]].tolist() == [610, 421]
+    assert rows.loc[1, ["input_len", "output_len"]].tolist() == [1000, 1000]
+    assert rows.loc[2, ["input_len", "output_len"]].tolist() == [128, 888]
+    assert rows.loc[3, ["input_len", "output_len"]].tolist() == [496, 509]    # no count completed: prompts sent
+
+
 def test_predict_compares_like_with_like():
     frame = _frame({"ttft_median_ms": 80.0},
                    {"load_mode": "static_batch", "concurrency": None, "batch_size": 8, "tpot_median_ms": None,
