@@ -185,6 +185,18 @@ def test_spot_check_datacrunch():
                          "itl_median_ms": 159.64, "output_tok_s": 639.99}
 
 
+def test_spot_check_sglang_cookbook():
+    # https://github.com/sgl-project/sgl-cookbook/blob/7b5bd9c05e3d86da5161ac2be9b91c19a34bf49d/docs/autoregressive/DeepSeek/DeepSeek-R1.md
+    # §5.1 on 8x B200, SGLang 0.5.6.post1, chat 1K/1K at --max-concurrency 16: 80 requests, 39668 input and
+    # 40725 generated tokens, median TTFT 131.71 ms, median TPOT 17.46 ms, output 795.30 tok/s.
+    m = _find("sglang_cookbook", "DeepSeek-R1.md", concurrency=16, input_len=1000, output_len=1000)
+    assert (m.gpu, m.gpu_count, m.tp, m.engine_version) == ("B200", 8, 8, "0.5.6.post1")
+    assert {k: m.metrics[k] for k in ("total_input_tokens", "total_output_tokens", "ttft_median_ms",
+                                      "tpot_median_ms", "output_tok_s")} == {
+        "total_input_tokens": 39668, "total_output_tokens": 40725, "ttft_median_ms": 131.71,
+        "tpot_median_ms": 17.46, "output_tok_s": 795.3}
+
+
 def test_frame_is_tidy():
     frame = measurements_frame()
     assert len(frame) == len(load_measurements())
