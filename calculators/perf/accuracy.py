@@ -96,6 +96,9 @@ corpus holds, https://docs.vllm.ai/en/v0.8.3/serving/engine_args.html), TensorRT
 datacentre GPUs). SGLang and ATOM have none: their KV pool is the limit."""
 SATURATED = 0.95
 """An open-loop run is saturated when it served fewer than this share of the requests per second it offered."""
+BURST_PROMPTS_PER_SLOT = 2
+"""A closed loop that sends at most this many prompts per concurrent slot has its median request in the opening
+burst (all ``concurrency`` prompts at once): its TTFT is not compared."""
 FLAGS = ("disaggregated", "lockstep", "shared_prefix")
 """The true-or-false marks of a row (``extra.<flag>``); absent means false."""
 CONFIG = ["model_id", "catalog_gpu", "tp", "pp", "quantization", "kv_dtype", "engine_generation"]
@@ -253,14 +256,18 @@ def _measured(f: pd.DataFrame) -> pd.DataFrame:
     its TTFT unless saturated (then a queue over a finite run) and its throughput only if saturated (else
     it is the offered rate × O, whatever the engine); a closed loop in lockstep (``extra.lockstep``: every
     request the same lengths, so they start and finish in waves) its TPOT and throughput (a request's TTFT
-    then waits for its whole wave's prefill, which the steady-state closed loop does not state)."""
+    then waits for its whole wave's prefill, which the steady-state closed loop does not state), as is a closed
+    loop that sends at most two requests per slot (``num_prompts ≤ 2 × concurrency``: at least half its requests
+    arrive in the opening burst of ``concurrency`` prompts at once, so its median TTFT is that burst's queue)."""
     tpot, tpot_key = _first_present(f, MEASURED_KEYS["tpot"])
     ttft, ttft_key = _first_present(f, MEASURED_KEYS["ttft"])
     tput, tput_key = _throughput(f)
     rate, sat = f["load"] == "request_rate", saturated(f)
     offline = f["load_mode"] == "offline_max"
-    lockstep = (f["load"] == "concurrency") & f["lockstep"].eq(True)
-    drop_ttft = offline | lockstep | (rate & (sat != False))  # noqa: E712  (NaN: not known to be unsaturated)
+    closed = f["load"] == "concurrency"
+    lockstep = closed & f["lockstep"].eq(True)
+    burst = closed & (_column(f, "num_prompts") <= BURST_PROMPTS_PER_SLOT * _column(f, "concurrency"))
+    drop_ttft = offline | lockstep | burst | (rate & (sat != False))  # noqa: E712  (NaN: not known to be unsaturated)
     drop_tput = rate & (sat != True)  # noqa: E712  (NaN: not known to be saturated)
     drop_tpot = offline
     return pd.DataFrame({"measured_tpot_s": tpot.mask(drop_tpot) * 1e-3, "tpot_key": tpot_key.mask(drop_tpot),

@@ -128,6 +128,15 @@ def test_measured_values_fall_back_in_the_stated_order():
     assert (rows.loc[1, "measured_ttft_s"], rows.loc[1, "ttft_key"]) == (pytest.approx(0.4), "ttft_mean_ms")
 
 
+def test_a_closed_loop_of_two_waves_compares_no_ttft():
+    """128 prompts at 64 in flight: the first 64 arrive at once, so the median request waits in that burst's
+    prefill queue; 640 prompts (ten waves) state a steady state. TPOT and throughput are compared either way."""
+    rows = comparable_rows(_frame({"num_prompts": 128, "concurrency": 64, "ttft_median_ms": 9000.0},
+                                  {"num_prompts": 640, "concurrency": 64, "ttft_median_ms": 900.0})).set_index("row_id")
+    assert np.isnan(rows.loc[0, "measured_ttft_s"]) and rows.loc[1, "measured_ttft_s"] == pytest.approx(0.9)
+    assert rows["measured_tpot_s"].notna().all()
+
+
 def test_a_shared_prefix_workload_is_skipped_with_its_reason():
     """Prompts that share a cached prefix prefill only their suffix: the model, without prefix caching, would
     cost the whole prompt, so such a run is not compared."""
