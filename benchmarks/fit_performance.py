@@ -4,9 +4,10 @@
                                                    [--out FILE] [--jobs N]
 
 What is fitted (docs/performance-model.md §4): the reference set of
-:class:`~calculators.perf.roofline.Efficiencies` (12 numbers), a compute and a memory efficiency per GPU family,
-a factor on the software costs for the ROCm stack and one per engine generation — 32 numbers on the 7 sources
-with comparable rows (12 in the corpus), the per-family and per-engine ones drawn towards the reference by a
+:class:`~calculators.perf.roofline.Efficiencies` and the 8- and 4-bit compute shares (16 numbers), a compute and a
+memory efficiency per GPU family, a factor on the software costs for the ROCm stack and one per engine
+generation — 36 numbers on the 14 sources with comparable rows (18 in the corpus), the per-family and
+per-engine ones drawn towards the reference by a
 Gaussian prior so that a family or engine seen in one source moves only as far as its rows insist
 (``--engine-sd``: the prior's width on the engine-generation factors; a narrower one leaves fewer free
 parameters in effect, and is kept only if it predicts left-out sources better). The loss is a robust (Cauchy,
@@ -48,7 +49,9 @@ REFERENCE = [("compute", "logit", 0.7, 1.5), ("memory", "logit", 0.8, 1.5), ("st
              ("allreduce_latency_s", "log", 1e-5, 2.0), ("attention_halving_context_tokens", "log", 3e4, 3.0),
              ("moe_small_batch_penalty", "log", 0.5, 3.0), ("moe_layer_overhead_s", "log", 2e-5, 3.0),
              ("moe_expert_efficiency", "logit", 0.7, 1.5), ("mla_attention", "logit", 0.8, 2.0),
-             ("request_overhead_s", "log", 0.03, 2.0)]
+             ("request_overhead_s", "log", 0.03, 2.0), ("prefill_layer_overhead_s", "log", 1e-4, 3.0),
+             ("prefill_moe_layer_overhead_s", "log", 1e-4, 3.0), ("fp8_compute_share", "logit", 0.85, 1.0),
+             ("fp4_compute_share", "logit", 0.75, 1.0)]
 FAMILY_SD, STACK_SD, ENGINE_SD = 0.7, 1.0, 0.7
 STACKS = ("ROCm",)
 ENGINES = ("sglang", "sglang-old", "trtllm", "trtllm-old", "vllm-v0", "lmdeploy", "atom")
@@ -65,7 +68,7 @@ def _from(transform: str, x: float) -> float:
 
 
 class Space:
-    """θ ↔ Profile: the reference (11), per-family compute and memory logit offsets, stack and engine
+    """θ ↔ Profile: the reference (16), per-family compute and memory logit offsets, stack and engine
     log-factors."""
 
     def __init__(self, families: list[str], engine_sd: float = ENGINE_SD, moe_sd: float | None = None) -> None:

@@ -61,11 +61,12 @@ import numpy as np
 import pandas as pd
 
 from calculators.errors import InvalidInputError
+from calculators.memory.weights import resolve_quantization
 from calculators.perf import serving
 from calculators.perf.bands import TAIL_LEVELS, band_edges, fit_band, held_out_coverage, share_inside
 from calculators.perf.coefficients import DEFAULT_ENGINE, Profile, engine_generation, load_fit
 from calculators.perf.measurements import GPUS, measurements_frame
-from calculators.perf.roofline import Efficiencies, Roofline
+from calculators.perf.roofline import Efficiencies, Roofline, compute_dtype
 from calculators.specs.catalog import get_gpu, get_model, load_models
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.capacity import vllm_capacity
@@ -512,13 +513,20 @@ def signed_error(predicted: Any, measured: Any) -> Any:
     return np.asarray(predicted, dtype=float) / np.asarray(measured, dtype=float) - 1
 
 
+def _compute_dtype(key: tuple[Any, ...]) -> str:
+    """The dtype the matmuls of configuration ``key`` (:data:`CONFIG`) run in."""
+    model, gpu = get_model(str(key[0])), get_gpu(str(key[1]))
+    quant = None if pd.isna(key[4]) else str(key[4])
+    return compute_dtype(gpu, resolve_quantization(model, quant), model.torch_dtype)
+
+
 def _config_prediction(key: tuple[Any, ...], rows: pd.DataFrame, efficiencies: Efficiencies | None,
                        profile: Profile | None, memo: dict[Any, pd.DataFrame] | None) -> pd.DataFrame:
     """:func:`_predict_config` of one configuration's rows; with a ``memo``, computed once per (configuration,
     resolved efficiencies) — a fit that moves one GPU family's or engine's numbers recomputes only those."""
     if memo is None:
         return _predict_config(rows, efficiencies or Efficiencies(), profile)
-    eff = efficiencies or Efficiencies.fitted(get_gpu(str(key[1])), str(key[6]), profile)
+    eff = efficiencies or Efficiencies.fitted(get_gpu(str(key[1])), str(key[6]), profile, _compute_dtype(key))
     if (key, eff) not in memo:
         memo[(key, eff)] = _predict_config(rows, eff, None)
     return memo[(key, eff)]

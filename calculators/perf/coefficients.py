@@ -76,6 +76,14 @@ class ReferenceSet(BaseModel):
     mla_attention: Efficiency = Field(description="MLA decode kernel efficiency relative to plain KV reads")
     request_overhead_s: Cost = Field(description="latency each request spends outside the engine's steps: "
                                      "API server, tokenisation, admission, first chunk streamed [s]")
+    prefill_layer_overhead_s: Cost = Field(description="cost per layer of a step with prompt tokens, run outside "
+                                           "the captured graphs [s]")
+    prefill_moe_layer_overhead_s: Cost = Field(description="cost per MoE layer of a step with prompt tokens, run "
+                                               "outside the captured graphs [s]")
+    fp8_compute_share: Efficiency = Field(description="8-bit (FP8, INT8) matmuls' compute efficiency as a share "
+                                          "of the family's 16-bit one (of the 8-bit peak)")
+    fp4_compute_share: Efficiency = Field(description="4-bit (NVFP4, MXFP4) matmuls' compute efficiency as a "
+                                          "share of the family's 16-bit one (of the 4-bit peak)")
 
 
 class FamilyEntry(BaseModel):
@@ -179,21 +187,31 @@ def engine_generation(engine: str, version: object = None) -> str:
     return name
 
 
-def resolved(profile: Profile, vendor: str, architecture: str, engine: str) -> dict[str, float]:
-    """The efficiencies and costs for one GPU and engine: the family's efficiencies where it has an entry,
-    the software costs times the stack's and the engine's factors (docs/performance-model.md §4)."""
+#: The share of the 16-bit compute efficiency that applies to each narrower compute dtype (absent: 1).
+COMPUTE_SHARES = {"fp8": "fp8_compute_share", "int8": "fp8_compute_share", "fp4": "fp4_compute_share"}
+
+
+def resolved(profile: Profile, vendor: str, architecture: str, engine: str,
+             compute_dtype: str = "bf16") -> dict[str, float]:
+    """The efficiencies and costs for one GPU, engine and compute dtype: the family's efficiencies where it has
+    an entry, the compute efficiency times the dtype's share for 8- and 4-bit matmuls (which reach less of their
+    doubled and quadrupled peaks than 16-bit ones reach of theirs), the software costs times the stack's and the
+    engine's factors (docs/performance-model.md §4)."""
     ref = profile.reference.model_dump()
+    shares = {key: ref.pop(key) for key in set(COMPUTE_SHARES.values())}
     fam = profile.family.get(gpu_family(vendor, architecture))
     if fam is not None:
         ref["compute"], ref["memory"] = fam.compute, fam.memory
+    ref["compute"] *= shares.get(COMPUTE_SHARES.get(compute_dtype, ""), 1.0)
     one = FactorEntry(overhead_factor=1.0)
     factor = (profile.stack.get(software_stack(vendor), one).overhead_factor
               * profile.engine.get(engine, one).overhead_factor)
-    for key in ("step_overhead_s", "layer_overhead_s", "sequence_overhead_s", "moe_layer_overhead_s"):
+    for key in ("step_overhead_s", "layer_overhead_s", "sequence_overhead_s", "moe_layer_overhead_s",
+                "prefill_layer_overhead_s", "prefill_moe_layer_overhead_s"):
         ref[key] *= factor
     return ref
 
 
-__all__ = ["DEFAULT_ENGINE", "FIT_FILE", "FactorEntry", "FamilyEntry", "FitFile", "HeldOut", "Profile",
-           "ReferenceSet", "engine_generation", "gpu_family", "load_fit", "parse_fit_file", "parse_toml_as", "resolved",
-           "software_stack"]
+__all__ = ["COMPUTE_SHARES", "DEFAULT_ENGINE", "FIT_FILE", "FactorEntry", "FamilyEntry", "FitFile", "HeldOut",
+           "Profile", "ReferenceSet", "engine_generation", "gpu_family", "load_fit", "parse_fit_file", "parse_toml_as",
+           "resolved", "software_stack"]

@@ -76,7 +76,10 @@ class Efficiencies:
     permutation and the grouped GEMMs' launch and tail, which a dense layer does not have. ``mla_attention``: the
     MLA decode kernel's efficiency relative to plain KV reads (≤ 1). ``request_overhead_s`` [s per request]: the
     latency each request spends outside the engine's steps (API server, tokenisation, streaming), added to its
-    TTFT and end-to-end latency, no GPU time.
+    TTFT and end-to-end latency, no GPU time. ``prefill_layer_overhead_s`` and ``prefill_moe_layer_overhead_s``
+    [s per layer and per MoE layer of a step that carries prompt tokens]: such a step runs beyond the token counts
+    whose CUDA graphs the engine captured, so its kernels are launched one by one (the MoE layers' routing,
+    sorting and grouped GEMMs most of all), where a decode step replays a graph.
     """
 
     compute: float = COMPUTE_EFFICIENCY
@@ -91,6 +94,8 @@ class Efficiencies:
     moe_expert_efficiency: float = _REF.moe_expert_efficiency
     mla_attention: float = _REF.mla_attention
     request_overhead_s: float = _REF.request_overhead_s
+    prefill_layer_overhead_s: float = _REF.prefill_layer_overhead_s
+    prefill_moe_layer_overhead_s: float = _REF.prefill_moe_layer_overhead_s
 
     def __post_init__(self) -> None:
         fraction("compute_efficiency", self.compute)
@@ -101,7 +106,8 @@ class Efficiencies:
             raise InvalidInputError("attention_halving_context_tokens", self.attention_halving_context_tokens,
                                     "a positive number of tokens (inf for no fall with context)")
         for name in ("step_overhead_s", "allreduce_latency_s", "layer_overhead_s", "sequence_overhead_s",
-                     "moe_small_batch_penalty", "moe_layer_overhead_s", "request_overhead_s"):
+                     "moe_small_batch_penalty", "moe_layer_overhead_s", "request_overhead_s",
+                     "prefill_layer_overhead_s", "prefill_moe_layer_overhead_s"):
             v = np.asarray(getattr(self, name), dtype=np.float64)
             if not np.all(np.isfinite(v) & (v >= 0)):
                 raise InvalidInputError(name, v.tolist(), "a non-negative number (a cost cannot be negative)")
@@ -117,19 +123,21 @@ class Efficiencies:
         return self.is_default() or self in _shipped_sets()
 
     @classmethod
-    def fitted(cls, gpu: GPUSpec, engine: str = DEFAULT_ENGINE, profile: Profile | None = None) -> Efficiencies:
-        """The fitted set for ``gpu``'s family and stack and for ``engine`` (:func:`resolved`), from the shipped
-        profile unless one is given."""
-        return cls(**resolved(profile or load_fit().shipped, gpu.vendor, gpu.architecture, engine))
+    def fitted(cls, gpu: GPUSpec, engine: str = DEFAULT_ENGINE, profile: Profile | None = None,
+               compute_dtype: str = "bf16") -> Efficiencies:
+        """The fitted set for ``gpu``'s family and stack, ``engine`` and the matmuls' ``compute_dtype``
+        (:func:`resolved`), from the shipped profile unless one is given."""
+        return cls(**resolved(profile or load_fit().shipped, gpu.vendor, gpu.architecture, engine, compute_dtype))
 
 
 @cache
 def _shipped_sets() -> frozenset[Efficiencies]:
-    """Every set :meth:`Efficiencies.fitted` gives a catalog GPU with a known engine, from the shipped fit."""
+    """Every set :meth:`Efficiencies.fitted` gives a catalog GPU with a known engine and a compute dtype it has,
+    from the shipped fit."""
     profile = load_fit().shipped
     engines = {DEFAULT_ENGINE, *profile.engine}
-    return frozenset(Efficiencies(**resolved(profile, g.vendor, g.architecture, e))
-                     for g in load_gpus().values() for e in engines)
+    return frozenset(Efficiencies(**resolved(profile, g.vendor, g.architecture, e, d))
+                     for g in load_gpus().values() for e in engines for d in g.peak_flop_per_s)
 
 
 def compute_dtype(gpu: GPUSpec, quantization: str, model_dtype: str) -> str:
@@ -194,7 +202,8 @@ class Roofline(StepTimeMixin):
 
     def __post_init__(self) -> None:
         if self.efficiencies.is_default():
-            object.__setattr__(self, "efficiencies", Efficiencies.fitted(self.gpu, self.engine, self.profile))
+            object.__setattr__(self, "efficiencies",
+                               Efficiencies.fitted(self.gpu, self.engine, self.profile, self.dtype_used))
         object.__setattr__(self, "coefficients", _coefficients(self))
 
     @property
@@ -304,6 +313,13 @@ def _layers_s(c: Coefficients, e: Efficiencies) -> np.ndarray:
     return np.asarray(c.layers_per_stage * e.layer_overhead_s + c.moe_layers_per_stage * e.moe_layer_overhead_s)
 
 
+def _eager_prefill_s(c: Coefficients, e: Efficiencies, prompt_tokens: np.ndarray) -> np.ndarray:
+    """Launch costs of a pass over a stage that carries prompt tokens and so runs outside the captured graphs [s]:
+    per layer and per MoE layer; 0 for a step without prompt tokens (docs/performance-model.md §4)."""
+    cost = c.layers_per_stage * e.prefill_layer_overhead_s + c.moe_layers_per_stage * e.prefill_moe_layer_overhead_s
+    return np.where(np.asarray(prompt_tokens) > 0, cost, 0.0)
+
+
 def _software_s(c: Coefficients, e: Efficiencies, sequences: np.ndarray) -> np.ndarray:
     """The engine's fixed costs of one step [s]: per step, per running sequence (docs/performance-model.md §4)."""
     return e.step_overhead_s + sequences * e.sequence_overhead_s
@@ -377,7 +393,7 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     stages = micro_batches + c.pp - 1
     handoff = (c.pp - 1) * ((b + p) * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
                             + PP_HANDOFF_LATENCY_S)
-    comm_s = _allreduce_s(c, e, b + p) + _layers_s(c, e)
+    comm_s = _allreduce_s(c, e, b + p) + _layers_s(c, e) + _eager_prefill_s(c, e, p)
     prompts = p * micro_batches / np.maximum(2 * half, 1.0)
     step = stages * (np.maximum(compute_s, memory_s) + comm_s) + handoff + _software_s(c, e, b * micro_batches
                                                                                        + prompts)
@@ -399,7 +415,7 @@ def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: 
     written = tokens * (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token)
     compute_s = flop / (c.peak_flop_per_s * e.compute)
     memory_s = chunks * _weights_s(c, e, tokens / chunks) + written / (c.bandwidth_bytes_per_s * e.memory)
-    per_chunk = (_allreduce_s(c, e, tokens / chunks) + _layers_s(c, e)
+    per_chunk = (_allreduce_s(c, e, tokens / chunks) + _layers_s(c, e) + _eager_prefill_s(c, e, tokens)
                  + _software_s(c, e, n / chunks))
     handoff = (c.pp - 1) * (tokens * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
                             + PP_HANDOFF_LATENCY_S)

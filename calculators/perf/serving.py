@@ -11,7 +11,9 @@ For requests of ``I`` input and ``O`` output tokens (docs/performance-model.md �
   tokens of arriving requests join every decode step (chunked prefill, vLLM V1), up to the token budget
   ``max_num_batched_tokens − N``; what does not fit runs as prefill-only steps. TPOT = that cycle ÷ O.
   TTFT = the rest of the step in flight when the other ``N − 1`` keep the replica busy (TPOT/2), then
-  the arriving prompt's chunks, each a step fused with the others' decodes.
+  the arriving prompt's chunks, each a step fused with the others' decodes; at least one TPOT, as the replica
+  completes its ``N`` requests once per cycle of ``O`` steps (Little's law; it binds where ``O`` is short and
+  prompts wait for prefill-only steps).
 - **beyond the running cap** (closed loop, ``max_running`` = ``M < N``): the others wait for a slot, about
   ``(N − M)/M`` end-to-end latencies of the closed loop of ``M`` (Little's law), in TTFT.
 - **open loop** at ``λ`` requests/s (Poisson; ``--request-rate``): the same at the mean concurrency
@@ -114,6 +116,10 @@ def _steady(pm: PerformanceModel, n: np.ndarray, i: np.ndarray, o: np.ndarray, *
     chunk = np.minimum(i, room)
     ttft = (busy * tpot / 2 + np.ceil(i / room) * pm.mixed_step_time_s(others, i + o / 2, chunk, i)
             + pm.request_overhead_s)
+    # Little's law: the replica completes its n requests once per cycle of O steps (O · TPOT, prefill-only
+    # steps included), so a request spends that cycle in the engine; what its O − 1 decode steps leave is its
+    # TTFT. It binds where prompts outweigh outputs (O = 1: the whole cycle is the wait for prefill).
+    ttft = np.maximum(ttft, tpot + pm.request_overhead_s)
     return {"prefill_s": pm.prefill_time_s(i, 1), "ttft_s": ttft, "tpot_s": tpot, "decode_step_s": tpot,
             "e2e_latency_s": ttft + (o - 1) * tpot, "queue_wait_s": np.zeros_like(ttft)}
 

@@ -87,15 +87,17 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
     return steps
 
 
-def efficiency_sources(eff: Efficiencies, source: str, gpu: GPUSpec | None = None) -> list[str]:
+def efficiency_sources(eff: Efficiencies, source: str, gpu: GPUSpec | None = None,
+                       compute_dtype: str = "bf16") -> list[str]:
     """Where the performance model's constants come from: for the shipped model, the coefficients fitted on
-    public measurements for ``gpu``'s family and stack (vLLM V1), with the fit's date and method pages
-    (§4, §11); for a calibration, the caller's ``source``."""
+    public measurements for ``gpu``'s family and stack (vLLM V1) and matmuls in ``compute_dtype``, with the fit's
+    date and method pages (§4, §11); for a calibration, the caller's ``source``."""
     if eff.is_default() and gpu is not None:
         from calculators.perf.coefficients import load_fit
-        fit, used = load_fit(), Efficiencies.fitted(gpu)
+        fit, used = load_fit(), Efficiencies.fitted(gpu, compute_dtype=compute_dtype)
         return [f"performance model: {source}",
-                f"{gpu.id} (vLLM V1): compute efficiency {used.compute:.2f}, memory efficiency {used.memory:.2f}, "
+                f"{gpu.id} (vLLM V1, {compute_dtype} matmuls): compute efficiency {used.compute:.2f}, "
+                f"memory efficiency {used.memory:.2f}, "
                 f"step overhead {float(used.step_overhead_s) * 1e3:.2f} ms, fitted on {fit.corpus} "
                 f"({fit.fitted:%Y-%m-%d}; {PERF_PAGE} §4, accuracy on sources left out of the fit in §11)"]
     return [

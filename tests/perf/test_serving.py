@@ -113,8 +113,23 @@ def test_the_request_overhead_adds_to_ttft_and_end_to_end_of_served_requests():
 
 
 def test_one_user_finds_the_replica_idle():
+    # Nobody decoding and no step in flight: the prefill alone (10 ms), but at least one TPOT, 10 + 100/50 × 0.1
+    # = 10.2 ms: the replica completes its one request per cycle of 50 steps (510 ms, Little's law), of which
+    # 49 steps follow the first token.
     m = serving_metrics(PM, 1, 100, 50)
-    assert float(m["ttft_s"]) == pytest.approx(0.010)  # prefill alone: no step in flight, nobody decoding
+    assert float(m["ttft_s"]) == pytest.approx(0.0102)
+    assert float(m["e2e_latency_s"]) == pytest.approx(50 * float(m["tpot_s"]))
+
+
+def test_a_closed_loop_of_prompts_waits_for_their_prefill():
+    """Outputs of one token: every request in flight waits for prefill. 16 prompts of 1,000 tokens each cycle:
+    16,000 prompt tokens, 8,192 − 16 = 8,176 of them in the one mixed step (10 + 817.6 ms) and the other 7,824
+    in prefill-only steps (782.4 ms): a cycle of 1,610 ms, which is the TTFT (Little's law: 16 requests per
+    cycle), not the half step and one chunk the decode view would give."""
+    m = serving_metrics(PM, 16, 1000, 1)
+    assert float(m["tpot_s"]) == pytest.approx(1.610)
+    assert float(m["ttft_s"]) == pytest.approx(float(m["tpot_s"]))
+    assert float(m["requests_per_s"]) == pytest.approx(16 / float(m["e2e_latency_s"]))
 
 
 def test_open_loop_solves_littles_law_and_says_when_overloaded():

@@ -12,7 +12,8 @@ from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.specs.catalog import get_gpu, get_model
 
 IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_latency_s=0.0, layer_overhead_s=0.0,
-                     sequence_overhead_s=0.0, attention_halving_context_tokens=math.inf, moe_small_batch_penalty=0.0,
+                     sequence_overhead_s=0.0, attention_halving_context_tokens=math.inf, prefill_layer_overhead_s=0.0,
+                     prefill_moe_layer_overhead_s=0.0, moe_small_batch_penalty=0.0,
                      moe_layer_overhead_s=0.0, moe_expert_efficiency=1.0, mla_attention=1.0,
                      request_overhead_s=0.0)
 W_8B = 8_030_261_248 * 2 + 131_072 * 128 * 2   # Llama-3.1-8B weights + rotary cache [bytes]
@@ -47,6 +48,23 @@ def test_expert_reads_slow_down_at_few_tokens_per_expert():
     assert r.decode_step_time_s(1, 1) - r0.decode_step_time_s(1, 1) == pytest.approx(extra, rel=1e-9)
 
 
+def test_steps_with_prompt_tokens_pay_the_eager_launches():
+    # Mixtral: 32 layers, all MoE. A step that carries prompt tokens runs outside the captured graphs:
+    # 32 × 30 µs + 32 × 50 µs = 2.56 ms more; a decode step (no prompt tokens) pays nothing; a prefill of
+    # 10,000 tokens in chunks of 8,192 pays it twice.
+    model, gpu = get_model("mistralai/Mixtral-8x7B-v0.1"), get_gpu("H100")
+    r0 = Roofline(model, gpu, efficiencies=IDEAL)
+    r = Roofline(model, gpu, efficiencies=replace(IDEAL, prefill_layer_overhead_s=30e-6,
+                                                  prefill_moe_layer_overhead_s=50e-6))
+    assert r.mixed_step_time_s(8, 1000, 512, 512) - r0.mixed_step_time_s(8, 1000, 512, 512) == pytest.approx(2.56e-3)
+    assert r.mixed_step_time_s(8, 1000, 0, 512) == r0.mixed_step_time_s(8, 1000, 0, 512)
+    assert r.decode_step_time_s(8, 1000) == r0.decode_step_time_s(8, 1000)
+    assert r.prefill_time_s(10_000) - r0.prefill_time_s(10_000) == pytest.approx(2 * 2.56e-3)
+    dense = Roofline(get_model("meta-llama/Llama-3.1-8B"), gpu, efficiencies=replace(
+        IDEAL, prefill_layer_overhead_s=30e-6, prefill_moe_layer_overhead_s=50e-6))
+    assert dense.prefill_time_s(1000) - _l8(IDEAL).prefill_time_s(1000) == pytest.approx(32 * 30e-6)   # no MoE
+
+
 def test_mla_kernel_efficiency_scales_the_latent_reads():
     # DeepSeek-V3-style MLA: at half efficiency the latent KV read takes twice as long, the rest is unchanged.
     model, gpu = get_model("deepseek-ai/DeepSeek-R1"), get_gpu("H200")
@@ -61,7 +79,9 @@ PROFILE = Profile.model_validate({
     "reference": {"compute": 0.6, "memory": 0.7, "step_overhead_s": 1e-3, "layer_overhead_s": 1e-5,
                   "sequence_overhead_s": 2e-5, "allreduce_latency_s": 1e-5, "attention_halving_context_tokens": 1e5,
                   "moe_small_batch_penalty": 0.1, "moe_layer_overhead_s": 1e-5, "moe_expert_efficiency": 0.8,
-                  "mla_attention": 0.9, "request_overhead_s": 0.05},
+                  "mla_attention": 0.9, "request_overhead_s": 0.05, "prefill_layer_overhead_s": 0.0,
+                  "prefill_moe_layer_overhead_s": 0.0, "fp8_compute_share": 0.8,
+                  "fp4_compute_share": 0.5},
     "family": {"AMD CDNA3": {"compute": 0.5, "memory": 0.4}},
     "stack": {"ROCm": {"overhead_factor": 2.0}}, "engine": {"sglang": {"overhead_factor": 0.5}}})
 
@@ -78,6 +98,18 @@ def test_family_stack_and_engine_entries_resolve_by_hand():
     assert r.efficiencies.memory == 0.4
     given = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("MI300X"), efficiencies=IDEAL, profile=PROFILE)
     assert given.efficiencies == IDEAL                                          # a caller's set is used as given
+
+
+def test_narrow_matmuls_take_their_share_of_the_compute_efficiency():
+    """8-bit matmuls reach 0.8 × and 4-bit ones 0.5 × the family's 16-bit share of their own (higher) peaks."""
+    assert resolved(PROFILE, "AMD", "CDNA 3", "sglang", "fp8")["compute"] == pytest.approx(0.5 * 0.8)
+    assert resolved(PROFILE, "AMD", "CDNA 3", "sglang", "int8")["compute"] == pytest.approx(0.5 * 0.8)
+    assert resolved(PROFILE, "NVIDIA", "Blackwell", "vllm-v1", "fp4")["compute"] == pytest.approx(0.6 * 0.5)
+    assert resolved(PROFILE, "NVIDIA", "Hopper", "vllm-v1", "fp16")["compute"] == 0.6
+    assert "fp8_compute_share" not in resolved(PROFILE, "NVIDIA", "Hopper", "vllm-v1")   # not a roofline field
+    fp8 = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), quantization="fp8", profile=PROFILE)
+    bf16 = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), profile=PROFILE)
+    assert (fp8.dtype_used, fp8.efficiencies.compute, bf16.efficiencies.compute) == ("fp8", pytest.approx(0.48), 0.6)
 
 
 def test_engine_generations_and_families():
@@ -106,6 +138,10 @@ moe_layer_overhead_s = 0.0
 moe_expert_efficiency = 1.0
 mla_attention = 1.0
 request_overhead_s = 0.0
+prefill_layer_overhead_s = 0.0
+prefill_moe_layer_overhead_s = 0.0
+fp8_compute_share = 1.0
+fp4_compute_share = 1.0
 """
 
 

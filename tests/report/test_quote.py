@@ -172,7 +172,7 @@ def test_quote_states_the_fitted_coefficients_of_the_chosen_gpu(setup):
     from calculators.specs.catalog import get_gpu
     m, gpus, plans = setup
     doc = quote_document(m, gpus, W, plans)
-    used = Efficiencies.fitted(get_gpu(doc["chosen"]["gpu"]))
+    used = Efficiencies.fitted(get_gpu(doc["chosen"]["gpu"]), compute_dtype="bf16")     # a bf16 checkpoint
     line = next(s for s in doc["sources"] if "compute efficiency" in s)
     assert f"compute efficiency {used.compute:.2f}, memory efficiency {used.memory:.2f}" in line
     assert "fitted on public measurement corpus" in line and "§11" in line
