@@ -289,15 +289,13 @@ def _served_lengths(f: pd.DataFrame) -> None:
 
     Where the source prints its token totals and the requests it completed (else the prompts it sent),
     ``input_len`` and ``output_len`` become the means per request, rounded to a token (else
-    ``output_len_mean_tokens`` for the output); the stated ones move to ``*_stated``. A random dataset drawn
-    below the stated length (SGLang's ``--random-range-ratio``) or a run without ``--ignore-eos`` serves shorter
-    requests than it names: gpt-oss runs stated at 2,048 output tokens served 500–700. Only rows that state
-    their lengths are touched."""
+    ``output_len_mean_tokens`` for the output). A random dataset drawn below the stated length (SGLang's
+    ``--random-range-ratio``) or a run without ``--ignore-eos`` serves shorter requests than it names: dstack's
+    gpt-oss runs stated at 2,048 output tokens served 470–730. Only rows that state their lengths are touched."""
     done = _column(f, "completed_requests").fillna(_column(f, "num_prompts"))
     means = {"input_len": _column(f, "total_input_tokens") / done,
              "output_len": (_column(f, "total_output_tokens") / done).fillna(_column(f, "output_len_mean_tokens"))}
     for length, mean in means.items():
-        f[f"{length}_stated"] = f[length]
         served = mean.notna() & (mean >= 1) & f[length].notna()
         f[length] = f[length].astype(float).where(~served, mean.round())
 
@@ -354,7 +352,7 @@ def _row_checks(f: pd.DataFrame) -> list[tuple[pd.Series, str, Any]]:
     no_metric = f[["measured_tpot_s", "measured_ttft_s", "measured_throughput"]].isna().all(axis=1)
     return [
         (~f["load_mode"].isin(LOADS), "load mode not modelled", f["load_mode"].astype(str)),
-        (f["disaggregated"].astype(bool), "prefill/decode disaggregated (not modelled)", "disaggregated"),
+        (f["disaggregated"], "prefill/decode disaggregated (not modelled)", "disaggregated"),
         (f["spec_decoding"].notna(), "speculative decoding (not modelled)", f["spec_decoding"].astype(str)),
         (f["shared_prefix"], "shared-prefix workload (prefix caching not modelled)", "shared prefix"),
         (f["model_id"].isna(), "model not in the catalog", f["model"].astype(str)),
