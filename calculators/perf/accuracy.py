@@ -61,12 +61,11 @@ import numpy as np
 import pandas as pd
 
 from calculators.errors import InvalidInputError
-from calculators.memory.weights import resolve_quantization
 from calculators.perf import serving
 from calculators.perf.bands import TAIL_LEVELS, band_edges, fit_band, held_out_coverage, share_inside
 from calculators.perf.coefficients import DEFAULT_ENGINE, Profile, engine_generation, load_fit
 from calculators.perf.measurements import GPUS, measurements_frame
-from calculators.perf.roofline import Efficiencies, Roofline, compute_dtype
+from calculators.perf.roofline import Efficiencies, Roofline, model_compute_dtype
 from calculators.specs.catalog import get_gpu, get_model, load_models
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.capacity import vllm_capacity
@@ -513,9 +512,7 @@ def signed_error(predicted: Any, measured: Any) -> Any:
 
 def _compute_dtype(key: tuple[Any, ...]) -> str:
     """The dtype the matmuls of configuration ``key`` (:data:`CONFIG`) run in."""
-    model, gpu = get_model(str(key[0])), get_gpu(str(key[1]))
-    quant = None if pd.isna(key[4]) else str(key[4])
-    return compute_dtype(gpu, resolve_quantization(model, quant), model.torch_dtype)
+    return model_compute_dtype(get_model(str(key[0])), get_gpu(str(key[1])), None if pd.isna(key[4]) else str(key[4]))
 
 
 def _config_prediction(key: tuple[Any, ...], rows: pd.DataFrame, efficiencies: Efficiencies | None,

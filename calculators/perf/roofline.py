@@ -156,6 +156,13 @@ def compute_dtype(gpu: GPUSpec, quantization: str, model_dtype: str) -> str:
     raise InvalidInputError("gpu", gpu.id, "a GPU with a bf16 or fp16 tensor-core rate")
 
 
+def model_compute_dtype(model: ModelSpec, gpu: GPUSpec, quantization: str | None = None, dtype: str = "auto") -> str:
+    """:func:`compute_dtype` of ``model`` served on ``gpu``: its quantization (None: the checkpoint's own) and
+    activation dtype (``"auto"``: the checkpoint's)."""
+    activation = model.torch_dtype if dtype == "auto" else dtype
+    return compute_dtype(gpu, resolve_quantization(model, quantization), activation)
+
+
 @dataclass(frozen=True)
 class Coefficients:
     """Per-GPU, per-stage terms of the step-time formula (arrays over ``tensor_parallel_size``)."""
@@ -212,9 +219,7 @@ class Roofline(StepTimeMixin):
 
     @property
     def dtype_used(self) -> str:
-        m = self.model
-        return compute_dtype(self.gpu, resolve_quantization(m, self.quantization),
-                             m.torch_dtype if self.dtype == "auto" else self.dtype)
+        return model_compute_dtype(self.model, self.gpu, self.quantization, self.dtype)
 
     @property
     def num_gpus(self) -> np.ndarray:
