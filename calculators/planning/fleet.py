@@ -200,15 +200,21 @@ def default_max_model_len(model: ModelSpec, w: Workload) -> int:
 def _replicas_for_ttft(w: Workload, start: np.ndarray, prefill_s: np.ndarray, e2e_s: np.ndarray, b: np.ndarray,
                        factor: float, needed: np.ndarray, extra: int = 8) -> np.ndarray:
     """Fewest replicas (from ``start`` up) whose p99 TTFT = prefill + p99 queueing wait meets the
-    target; ``inf`` where the prefill alone misses it. Tries ``start … start + extra`` in one
-    broadcast and bisects on the arrival rate only where none of those suffices and the batch is
-    ``needed`` (it meets the TPOT target; the others cannot be chosen anyway)."""
+    target; ``inf`` where the prefill alone misses it. Tries ``start`` (where most large batches
+    pass), then ``start + 1 … start + extra`` in one broadcast for the batches still short, and
+    bisects on the arrival rate only where none of those suffices and the batch is ``needed`` (it
+    meets the TPOT target; the others cannot be chosen anyway)."""
     budget = w.ttft_p99_s - prefill_s
     cv = math.sqrt(max(2 * factor - 1, 0))
-    tries = start[:, None] + np.arange(extra + 1)[None, :]
-    wait = batched_server_wait(w.request_rate_per_s / tries, e2e_s[:, None], b[:, None], service_cv=cv).p99_wait_s
-    ok = wait <= budget[:, None]
-    found = np.where(ok.any(axis=1), tries[np.arange(len(b)), np.argmax(ok, axis=1)], np.nan)
+    found = np.full(len(b), np.nan)
+    for tries in (start[:, None], start[:, None] + np.arange(1, extra + 1)):  # most large batches pass at start
+        rows = np.isnan(found) & (budget > 0) & needed
+        if not rows.any():
+            break
+        n = tries[rows]
+        ok = batched_server_wait(w.request_rate_per_s / n, e2e_s[rows, None], b[rows, None],
+                                 service_cv=cv).p99_wait_s <= budget[rows, None]
+        found[rows] = np.where(ok.any(axis=1), n[np.arange(len(n)), np.argmax(ok, axis=1)], np.nan)
     rest = np.isnan(found) & (budget > 0) & needed
     if rest.any():
         rate = max_arrival_rate_for_wait(e2e_s[rest], b[rest], target_wait_s=budget[rest] / factor, quantile=0.99)
