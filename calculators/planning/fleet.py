@@ -207,7 +207,7 @@ def _replicas_for_ttft(w: Workload, start: np.ndarray, prefill_s: np.ndarray, e2
     budget = w.ttft_p99_s - prefill_s
     cv = math.sqrt(max(2 * factor - 1, 0))
     found = np.full(len(b), np.nan)
-    for tries in (start[:, None], start[:, None] + np.arange(1, extra + 1)):  # most large batches pass at start
+    for tries in (start[:, None], start[:, None] + np.arange(1, extra + 1)):
         rows = np.isnan(found) & (budget > 0) & needed
         if not rows.any():
             break

@@ -14,6 +14,7 @@ from calculators.planning.fleet import (
     Layout,
     Workload,
     _nodes,
+    _replicas_for_ttft,
     enumerate_layouts,
     fleet_summary,
     gpu_price,
@@ -21,6 +22,7 @@ from calculators.planning.fleet import (
     plan_fleet,
     plan_layout,
 )
+from calculators.planning.queueing import batched_server_wait
 from calculators.specs.catalog import get_gpu, get_model
 
 LLAMA70 = "meta-llama/Llama-3.1-70B-Instruct"
@@ -146,8 +148,6 @@ def test_cost_per_month_and_year_use_730_and_8760_hours():
 def test_replicas_for_ttft_is_the_fewest_that_meets_the_target():
     """Against a brute-force scan of replica counts: the search finds the first count whose p99 wait fits the
     budget, whether that is the throughput bound, a few above it, or far above (the bisection)."""
-    from calculators.planning.fleet import _replicas_for_ttft
-    from calculators.planning.queueing import batched_server_wait
     w = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0)
     b = np.array([1.0, 4.0, 32.0, 256.0, 8.0])
     e2e_s = np.array([2.0, 4.0, 6.0, 12.0, 5.0])
