@@ -307,7 +307,7 @@ def _coefficients(r: Roofline) -> Coefficients:
         attn_full_flop_per_token_ctx=attn_full * n_full, attn_window_flop_per_token_ctx=attn_window * n_win,
         peak_flop_per_s=g.peak_flop_per_s[r.dtype_used], bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s,
         allreduce_bytes_per_token=m.hidden_size * s, link_bytes_per_s=g.scale_up_bytes_per_s_per_direction,
-        layers_per_stage=layers, tp=tp, pp=pp, mla=m.is_mla, moe_layers_per_stage=layers if m.is_moe else 0.0)
+        layers_per_stage=layers, tp=tp, pp=pp, mla=m.is_mla, moe_layers_per_stage=len(m.moe_layers) * frac)
 
 
 def _allreduce_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.ndarray:

@@ -65,6 +65,18 @@ def test_steps_with_prompt_tokens_pay_the_eager_launches():
     assert dense.prefill_time_s(1000) - _l8(IDEAL).prefill_time_s(1000) == pytest.approx(32 * 30e-6)   # no MoE
 
 
+def test_moe_costs_count_only_the_layers_that_have_experts():
+    # DeepSeek-R1: 61 layers, the first 3 dense (first_k_dense_replace = 3), so 58 MoE layers × 50 µs = 2.9 ms;
+    # Llama-4-Maverick: MoE on every other of its 48 layers, 24 × 50 µs = 1.2 ms.
+    gpu = get_gpu("H200")
+    for model, moe_layers in (("deepseek-ai/DeepSeek-R1", 58), ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", 24)):
+        base = Roofline(get_model(model), gpu, tensor_parallel_size=8, efficiencies=IDEAL)
+        more = Roofline(get_model(model), gpu, tensor_parallel_size=8,
+                        efficiencies=replace(IDEAL, moe_layer_overhead_s=50e-6))
+        assert more.decode_step_time_s(16, 1024) - base.decode_step_time_s(16, 1024) == pytest.approx(
+            moe_layers * 50e-6, rel=1e-9)
+
+
 def test_mla_kernel_efficiency_scales_the_latent_reads():
     # DeepSeek-V3-style MLA: at half efficiency the latent KV read takes twice as long, the rest is unchanged.
     model, gpu = get_model("deepseek-ai/DeepSeek-R1"), get_gpu("H200")
