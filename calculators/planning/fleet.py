@@ -131,6 +131,7 @@ class LayoutPlan:
     ttft_p99_band_low_s: float | None = None
     ttft_p99_band_high_s: float | None = None
     max_model_len: int = 0
+    compute_dtype: str = ""  # the dtype the timed figures' matmuls run in (the quantization's, else the checkpoint's)
     vllm_serve: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -256,6 +257,7 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     r = Roofline(model, g, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=quantization,
                  kv_cache_dtype=kv_cache_dtype, efficiencies=efficiencies or Efficiencies(),
                  max_num_batched_tokens=cap.settings.max_num_batched_tokens)
+    plan.compute_dtype = r.dtype_used
     pm = sized_model(r, sizing)
     b = batch_candidates(int(limit))
     m = slot_view(pm, serving_metrics(pm, b, w.input_len, w.output_len), b, w.output_len)

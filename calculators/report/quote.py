@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from calculators.errors import InvalidInputError
 from calculators.perf.bands import timing_band
-from calculators.perf.roofline import Efficiencies, model_compute_dtype
+from calculators.perf.roofline import Efficiencies
 from calculators.planning.fleet import LayoutPlan, Workload, pareto_front
 from calculators.planning.sizing import sizing_sentence
 from calculators.report.explain_fleet import (
@@ -133,8 +133,8 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
     for g in quoted:  # the datasheet and prices behind the figures shown, not those of GPUs left out
         sources += gpu_sources(g)
     chosen_gpu = next((g for g in gpus if plan is not None and g.id == plan.gpu), None)
-    dtype = model_compute_dtype(model, chosen_gpu) if chosen_gpu else "bf16"
-    sources += efficiency_sources(efficiencies or Efficiencies(), efficiency_source, chosen_gpu, dtype)
+    sources += efficiency_sources(efficiencies or Efficiencies(), efficiency_source, chosen_gpu,
+                                  plan.compute_dtype if plan is not None and plan.compute_dtype else "bf16")
     fits = bool(plan and plan.fits)
     return {
         "schema_version": SCHEMA_VERSION, "date": (date or dt.date.today()).isoformat(),

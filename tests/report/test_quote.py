@@ -176,3 +176,17 @@ def test_quote_states_the_fitted_coefficients_of_the_chosen_gpu(setup):
     line = next(s for s in doc["sources"] if "compute efficiency" in s)
     assert f"compute efficiency {used.compute:.2f}, memory efficiency {used.memory:.2f}" in line
     assert "fitted on public measurement corpus" in line and "§11" in line
+
+
+def test_quote_states_the_coefficients_of_the_dtype_the_plan_ran_in(setup):
+    # Planned with FP8 weights on H100s: the quote cites the FP8 matmuls' efficiency, the family's 16-bit one
+    # times the fitted FP8 share, not the bf16 checkpoint's.
+    from calculators.perf.coefficients import load_fit
+    from calculators.perf.roofline import Efficiencies
+    m, _, _ = setup
+    h100 = get_gpu("H100")
+    plans = plan_fleet(m, [h100], W, max_pp=1, quantization="fp8")
+    assert {p.compute_dtype for p in plans if p.fits} == {"fp8"}
+    line = next(s for s in quote_document(m, [h100], W, plans)["sources"] if "compute efficiency" in s)
+    fp8 = Efficiencies.fitted(h100).compute * load_fit().shipped.reference.fp8_compute_share
+    assert "fp8 matmuls" in line and f"compute efficiency {fp8:.2f}," in line
