@@ -4,13 +4,13 @@
                                                    [--out FILE] [--jobs N]
 
 What is fitted (docs/performance-model.md §4): the reference set of
-:class:`~calculators.perf.roofline.Efficiencies` and the 8- and 4-bit compute shares (16 numbers), a compute and a
-memory efficiency per GPU family, a factor on the software costs for the ROCm stack and one per engine
-generation — 36 numbers on the 14 sources with comparable rows (18 in the corpus), the per-family and
-per-engine ones drawn towards the reference by a
-Gaussian prior so that a family or engine seen in one source moves only as far as its rows insist
-(``--engine-sd``: the prior's width on the engine-generation factors; a narrower one leaves fewer free
-parameters in effect, and is kept only if it predicts left-out sources better). The loss is a robust (Cauchy,
+:class:`~calculators.perf.roofline.Efficiencies` and the 8- and 4-bit compute shares (16 numbers); per GPU family
+a compute and a memory efficiency and a factor on the GPU-side per-layer costs; a factor on the software costs
+for the ROCm stack and one per engine generation — 42 numbers on the 14 sources with comparable rows (18 in the
+corpus), the per-family and per-engine ones drawn towards the reference by a Gaussian prior so that a family
+or engine seen in one source moves only as far as its rows insist (``--engine-sd``: the prior's width on the
+engine-generation factors; a narrower one leaves fewer free parameters in effect, and is kept only if it
+predicts left-out sources better). The loss is a robust (Cauchy,
 scale 0.3) sum of the log-ratios ``ln(measured / predicted)`` of TPOT, TTFT (half weight) and output tokens/s
 per GPU over every comparable row, each source's rows weighted ``1 / √n`` so the largest source does not drown
 the others; Levenberg–Marquardt on forward-difference Jacobians (a configuration whose efficiencies a column
@@ -68,18 +68,19 @@ def _from(transform: str, x: float) -> float:
 
 
 class Space:
-    """θ ↔ Profile: the reference (16), per-family compute and memory logit offsets, stack and engine
-    log-factors."""
+    """θ ↔ Profile: the reference (16), per-family memory and compute logit offsets and GPU-side cost
+    log-factors, stack and engine log-factors."""
 
     def __init__(self, families: list[str], engine_sd: float = ENGINE_SD, moe_sd: float | None = None) -> None:
         self.families = families
         self.names = ([n for n, *_ in REFERENCE] + [f"family:{f}" for f in families]
-                      + [f"compute:{f}" for f in families] + [f"stack:{s}" for s in STACKS]
+                      + [f"compute:{f}" for f in families] + [f"overhead:{f}" for f in families]
+                      + [f"stack:{s}" for s in STACKS]
                       + [f"engine:{e}" for e in ENGINES])
         self.mean = np.array([_to(t, v) for _, t, v, _ in REFERENCE] + [0.0] * (len(self.names) - len(REFERENCE)))
         reference_sd = [moe_sd if moe_sd is not None and n == "moe_expert_efficiency" else sd
                         for n, _, _, sd in REFERENCE]
-        self.sd = np.array(reference_sd + [FAMILY_SD] * 2 * len(families)
+        self.sd = np.array(reference_sd + [FAMILY_SD] * 3 * len(families)
                            + [STACK_SD] * len(STACKS) + [engine_sd] * len(ENGINES))
 
     def profile(self, theta: np.ndarray) -> Profile:
@@ -87,8 +88,9 @@ class Space:
         k = len(REFERENCE)
         n = len(self.families)
         fam = {f: {"compute": _from("logit", theta[0] + theta[k + n + j]),
-                   "memory": _from("logit", theta[1] + theta[k + j])} for j, f in enumerate(self.families)}
-        k += 2 * n
+                   "memory": _from("logit", theta[1] + theta[k + j]),
+                   "overhead_factor": float(np.exp(theta[k + 2 * n + j]))} for j, f in enumerate(self.families)}
+        k += 3 * n
         stack = {s: {"overhead_factor": float(np.exp(theta[k + j]))} for j, s in enumerate(STACKS)}
         k += len(STACKS)
         eng = {e: {"overhead_factor": float(np.exp(theta[k + j]))} for j, e in enumerate(ENGINES)}

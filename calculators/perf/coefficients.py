@@ -87,12 +87,15 @@ class ReferenceSet(BaseModel):
 
 
 class FamilyEntry(BaseModel):
-    """Compute and memory efficiency of one GPU family (e.g. ``"AMD CDNA3"``)."""
+    """Compute and memory efficiency of one GPU family (e.g. ``"AMD CDNA3"``), and a factor on the per-layer
+    costs its GPUs run themselves (:data:`GPU_SIDE_COSTS`): the short kernels between the matmuls of a captured
+    decode step run at the family's clocks and kernel-launch latency, with its kernel library."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     compute: Efficiency
     memory: Efficiency
+    overhead_factor: Annotated[float, AfterValidator(_factor)] = 1.0
 
 
 class FactorEntry(BaseModel):
@@ -187,6 +190,10 @@ def engine_generation(engine: str, version: object = None) -> str:
     return name
 
 
+#: The per-step costs the GPU runs itself (the short kernels between the matmuls of a captured decode step,
+#: the MoE layers' routing and permutation), which the family's factor scales; the others are the host's
+#: (scheduling, per-request bookkeeping, the launches of a step run outside the captured graphs).
+GPU_SIDE_COSTS = ("layer_overhead_s", "moe_layer_overhead_s")
 #: The share of the 16-bit compute efficiency that applies to each narrower compute dtype (absent: 1).
 COMPUTE_SHARES = {"fp8": "fp8_compute_share", "int8": "fp8_compute_share", "fp4": "fp4_compute_share"}
 
@@ -196,7 +203,7 @@ def resolved(profile: Profile, vendor: str, architecture: str, engine: str,
     """The efficiencies and costs for one GPU, engine and compute dtype: the family's efficiencies where it has
     an entry, the compute efficiency times the dtype's share for 8- and 4-bit matmuls (which reach less of their
     doubled and quadrupled peaks than 16-bit ones reach of theirs), the software costs times the stack's and the
-    engine's factors (docs/performance-model.md §4)."""
+    engine's factors, and the GPU-side ones times the family's too (docs/performance-model.md §4)."""
     ref = profile.reference.model_dump()
     shares = {key: ref.pop(key) for key in set(COMPUTE_SHARES.values())}
     fam = profile.family.get(gpu_family(vendor, architecture))
@@ -209,6 +216,8 @@ def resolved(profile: Profile, vendor: str, architecture: str, engine: str,
     for key in ("step_overhead_s", "layer_overhead_s", "sequence_overhead_s", "moe_layer_overhead_s",
                 "prefill_layer_overhead_s", "prefill_moe_layer_overhead_s"):
         ref[key] *= factor
+    for key in GPU_SIDE_COSTS:
+        ref[key] *= fam.overhead_factor if fam is not None else 1.0
     return ref
 
 

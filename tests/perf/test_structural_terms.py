@@ -94,7 +94,8 @@ PROFILE = Profile.model_validate({
                   "mla_attention": 0.9, "request_overhead_s": 0.05, "prefill_layer_overhead_s": 0.0,
                   "prefill_moe_layer_overhead_s": 0.0, "fp8_compute_share": 0.8,
                   "fp4_compute_share": 0.5},
-    "family": {"AMD CDNA3": {"compute": 0.5, "memory": 0.4}},
+    "family": {"AMD CDNA3": {"compute": 0.5, "memory": 0.4}, "AMD CDNA4": {"compute": 0.5, "memory": 0.6,
+                                                                       "overhead_factor": 0.25}},
     "stack": {"ROCm": {"overhead_factor": 2.0}}, "engine": {"sglang": {"overhead_factor": 0.5}}})
 
 
@@ -104,6 +105,10 @@ def test_family_stack_and_engine_entries_resolve_by_hand():
     assert mi300["step_overhead_s"] == pytest.approx(1e-3 * 2.0 * 0.5)          # ROCm × SGLang = 1
     assert mi300["allreduce_latency_s"] == 1e-5                                 # not a software-step cost
     assert mi300["request_overhead_s"] == 0.05                                  # the serving path's, unfactored
+    mi355 = resolved(PROFILE, "AMD", "CDNA 4", "sglang")
+    assert mi355["layer_overhead_s"] == pytest.approx(1e-5 * 2.0 * 0.5 * 0.25)  # ROCm × SGLang × CDNA4
+    assert mi355["moe_layer_overhead_s"] == pytest.approx(1e-5 * 0.25)
+    assert mi355["step_overhead_s"] == pytest.approx(1e-3 * 2.0 * 0.5)          # the host's: no family factor
     h100 = resolved(PROFILE, "NVIDIA", "Hopper", "vllm-v1")                      # no entries: the reference
     assert (h100["memory"], h100["sequence_overhead_s"]) == (0.7, 2e-5)
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("MI300X"), engine="sglang", profile=PROFILE)
@@ -165,3 +170,6 @@ def test_a_fit_above_the_datasheet_or_with_negative_costs_is_refused_with_the_re
         parse_fit_file(FIT.format(memory=0.8, step=-1e-3))
     with pytest.raises(InvalidInputError, match="non-negative"):
         Efficiencies(layer_overhead_s=-1e-6)
+    family = '[shipped.family."AMD CDNA3"]\ncompute = 0.5\nmemory = 0.5\noverhead_factor = {factor}\n'
+    with pytest.raises(InvalidInputError, match='family.AMD CDNA3.overhead_factor.*not positive'):
+        parse_fit_file(FIT.format(memory=0.8, step=1e-3) + family.format(factor=0.0))
