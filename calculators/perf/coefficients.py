@@ -1,11 +1,11 @@
 """The performance model's default coefficients, fitted on the public measurement corpus and shipped as data.
 
 ``calculators/data/performance_fit.toml`` holds one **profile**: a reference set of efficiencies and costs
-(the fields of :class:`calculators.perf.roofline.Efficiencies`), compute and memory efficiencies per GPU
-family, and factors on the per-step software costs per software stack (CUDA, ROCm, Gaudi) and per engine
-generation (vLLM V0/V1, SGLang, TensorRT-LLM, LMDeploy, ATOM). It also holds the profiles refitted with each
-source of the corpus left out, which the accuracy harness uses to score the model on the source it did not
-see (docs/performance-model.md §4 and §11). ``benchmarks/fit_performance.py`` writes the file.
+(the fields of :class:`calculators.perf.roofline.Efficiencies`), compute and memory efficiencies and a factor on
+the GPU-side per-layer costs per GPU family, and factors on the per-step software costs per software stack (CUDA,
+ROCm, Gaudi) and per engine generation (vLLM V0/V1, SGLang, TensorRT-LLM, LMDeploy, ATOM). It also holds the
+profiles refitted with each source of the corpus left out, which the accuracy harness uses to score the model on
+the source it did not see (docs/performance-model.md §4 and §11). ``benchmarks/fit_performance.py`` writes the file.
 
 A calibration that would put an efficiency above 1 (faster than the datasheet) or a cost below 0 is refused
 on load with the field and the reason. Pure: pydantic and the standard library (no NumPy, pandas, Streamlit).
@@ -190,7 +190,7 @@ def engine_generation(engine: str, version: object = None) -> str:
     return name
 
 
-#: The per-step costs the GPU runs itself (the short kernels between the matmuls of a captured decode step,
+#: The software costs the GPU runs itself (the short kernels between the matmuls of a captured decode step,
 #: the MoE layers' routing and permutation), which the family's factor scales; the others are the host's
 #: (scheduling, per-request bookkeeping, the launches of a step run outside the captured graphs).
 GPU_SIDE_COSTS = ("layer_overhead_s", "moe_layer_overhead_s")
