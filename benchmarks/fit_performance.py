@@ -10,12 +10,11 @@ for the ROCm stack and one per engine generation — 42 numbers on the 14 source
 corpus), the per-family and per-engine ones drawn towards the reference by a Gaussian prior so that a family
 or engine seen in one source moves only as far as its rows insist (``--engine-sd``: the prior's width on the
 engine-generation factors; a narrower one leaves fewer free parameters in effect, and is kept only if it
-predicts left-out sources better). The loss is a robust (Cauchy,
-scale 0.3) sum of the log-ratios ``ln(measured / predicted)`` of TPOT, TTFT (half weight) and output tokens/s
-per GPU over every comparable row, each source's rows weighted ``1 / √n`` so the largest source does not drown
-the others; Levenberg–Marquardt on forward-difference Jacobians (a configuration whose efficiencies a column
-does not move is predicted once per Jacobian), efficiencies through a logistic (so never above 1) and costs
-through an exponential (never negative).
+predicts left-out sources better). The loss is a robust (Cauchy, scale 0.3) sum of the log-ratios
+``ln(measured / predicted)`` of TPOT, TTFT (half weight) and output tokens/s per GPU over every comparable row,
+each source's rows weighted ``1 / √n`` so the largest source does not drown the others; Levenberg–Marquardt on
+forward-difference Jacobians (a configuration whose efficiencies a column does not move is predicted once per
+Jacobian), efficiencies through a logistic (so never above 1) and costs through an exponential (never negative).
 
 The shipped profile is fitted on every source; then once per source with that source's rows left out
 (warm-started from the shipped fit), and those held-out profiles are stored too: the accuracy harness

@@ -190,6 +190,9 @@ def engine_generation(engine: str, version: object = None) -> str:
     return name
 
 
+#: The per-step software costs, which the stack's and the engine's factors scale.
+SOFTWARE_COSTS = ("step_overhead_s", "layer_overhead_s", "sequence_overhead_s", "moe_layer_overhead_s",
+                  "prefill_layer_overhead_s", "prefill_moe_layer_overhead_s")
 #: The software costs the GPU runs itself (the short kernels between the matmuls of a captured decode step,
 #: the MoE layers' routing and permutation), which the family's factor scales; the others are the host's
 #: (scheduling, per-request bookkeeping, the launches of a step run outside the captured graphs).
@@ -213,14 +216,13 @@ def resolved(profile: Profile, vendor: str, architecture: str, engine: str,
     one = FactorEntry(overhead_factor=1.0)
     factor = (profile.stack.get(software_stack(vendor), one).overhead_factor
               * profile.engine.get(engine, one).overhead_factor)
-    for key in ("step_overhead_s", "layer_overhead_s", "sequence_overhead_s", "moe_layer_overhead_s",
-                "prefill_layer_overhead_s", "prefill_moe_layer_overhead_s"):
-        ref[key] *= factor
-    for key in GPU_SIDE_COSTS:
-        ref[key] *= fam.overhead_factor if fam is not None else 1.0
+    gpu_side = fam.overhead_factor if fam is not None else 1.0
+    for key in SOFTWARE_COSTS:
+        ref[key] *= factor * (gpu_side if key in GPU_SIDE_COSTS else 1.0)
     return ref
 
 
-__all__ = ["COMPUTE_SHARES", "DEFAULT_ENGINE", "FIT_FILE", "FactorEntry", "FamilyEntry", "FitFile", "HeldOut",
+__all__ = ["COMPUTE_SHARES", "DEFAULT_ENGINE", "FIT_FILE", "GPU_SIDE_COSTS", "SOFTWARE_COSTS", "FactorEntry",
+           "FamilyEntry", "FitFile", "HeldOut",
            "Profile", "ReferenceSet", "engine_generation", "gpu_family", "load_fit", "parse_fit_file", "parse_toml_as",
            "resolved", "software_stack"]

@@ -107,7 +107,7 @@ def test_family_stack_and_engine_entries_resolve_by_hand():
     assert mi300["request_overhead_s"] == 0.05                                  # the serving path's, unfactored
     mi355 = resolved(PROFILE, "AMD", "CDNA 4", "sglang")
     assert mi355["layer_overhead_s"] == pytest.approx(1e-5 * 2.0 * 0.5 * 0.25)  # ROCm × SGLang × CDNA4
-    assert mi355["moe_layer_overhead_s"] == pytest.approx(1e-5 * 0.25)
+    assert mi355["moe_layer_overhead_s"] == pytest.approx(1e-5 * 0.25)             # ROCm × SGLang = 1, × CDNA4
     assert mi355["step_overhead_s"] == pytest.approx(1e-3 * 2.0 * 0.5)          # the host's: no family factor
     h100 = resolved(PROFILE, "NVIDIA", "Hopper", "vllm-v1")                      # no entries: the reference
     assert (h100["memory"], h100["sequence_overhead_s"]) == (0.7, 2e-5)

@@ -7,6 +7,8 @@ import re
 import pytest
 
 from calculators.errors import InvalidInputError
+from calculators.perf.coefficients import load_fit
+from calculators.perf.roofline import Efficiencies
 from calculators.planning.costs import COST_LABELS
 from calculators.planning.fleet import Workload, plan_fleet
 from calculators.report.quote import (
@@ -168,8 +170,6 @@ def test_sources_are_those_of_the_figures_shown(setup):
 
 
 def test_quote_states_the_fitted_coefficients_of_the_chosen_gpu(setup):
-    from calculators.perf.roofline import Efficiencies
-    from calculators.specs.catalog import get_gpu
     m, gpus, plans = setup
     doc = quote_document(m, gpus, W, plans)
     used = Efficiencies.fitted(get_gpu(doc["chosen"]["gpu"]), compute_dtype="bf16")     # a bf16 checkpoint
@@ -180,13 +180,12 @@ def test_quote_states_the_fitted_coefficients_of_the_chosen_gpu(setup):
 
 def test_quote_states_the_coefficients_of_the_dtype_the_plan_ran_in(setup):
     # Planned with FP8 weights on H100s: the quote cites the FP8 matmuls' efficiency, the family's 16-bit one
-    # times the fitted FP8 share, not the bf16 checkpoint's.
-    from calculators.perf.coefficients import load_fit
-    from calculators.perf.roofline import Efficiencies
+    # times the fitted FP8 share, not the bf16 checkpoint's; both read from the fit file as shipped.
     m, _, _ = setup
     h100 = get_gpu("H100")
     plans = plan_fleet(m, [h100], W, max_pp=1, quantization="fp8")
     assert {p.compute_dtype for p in plans if p.fits} == {"fp8"}
     line = next(s for s in quote_document(m, [h100], W, plans)["sources"] if "compute efficiency" in s)
-    fp8 = Efficiencies.fitted(h100).compute * load_fit().shipped.reference.fp8_compute_share
+    fit = load_fit().shipped
+    fp8 = fit.family["NVIDIA Hopper"].compute * fit.reference.fp8_compute_share
     assert "fp8 matmuls" in line and f"compute efficiency {fp8:.2f}," in line
