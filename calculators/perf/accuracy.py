@@ -29,7 +29,8 @@ The method (docs/performance-model.md §11):
    its GPU family, stack and engine (``performance_fit.toml``, :mod:`calculators.perf.coefficients`), then
    the serving module's metrics over all of that configuration's rows at once, each at its load (closed loop
    at ``concurrency`` or the ceiling's batch, static batch at ``batch_size``, open loop at ``request_rate``
-   with at most the ceiling's batch in flight). TPOT [s] is compared with the measured
+   with at most the ceiling's batch in flight, or the client's ``concurrency`` cap where the row states a smaller
+   one). TPOT [s] is compared with the measured
    TPOT median, else ITL median, else TPOT mean (then LMDeploy's per-token latency p50, then a TPOT whose
    statistic the source does not state); TTFT [s] with the TTFT median, else mean, else unstated; output
    tokens/s per GPU with the per-GPU metric, else the whole-deployment figure ÷ ``gpu_count``, else (every
@@ -460,7 +461,7 @@ def _load_metrics(pm: Roofline, rows: pd.DataFrame, engine: str) -> dict[str, np
     its KV pool holds (:func:`ceiling_batch`; the rest wait for a slot — other engines size their pools by memory
     fractions the rows do not state), a ceiling at :func:`ceiling_batch`, a static batch of ``batch`` (TTFT = the
     prefill of all its prompts; for vLLM in waves of the same slots), or open loop at the row's ``request_rate``
-    with at most the ceiling's batch in flight."""
+    with at most the ceiling's batch in flight (or the client's cap, the row's ``concurrency``, if smaller)."""
     load = rows["load"].to_numpy()
     i, o = rows["input_len"].to_numpy(float), rows["output_len"].to_numpy(float)
     b = rows["batch"].to_numpy(float).copy()
@@ -478,16 +479,20 @@ def _load_metrics(pm: Roofline, rows: pd.DataFrame, engine: str) -> dict[str, np
         _put(out, serving.static_batch_metrics(pm, b[static], i[static], o[static], max_running=slots[static]),
              static)
     if rate.any():
-        part = _open_loop(pm, rows["request_rate"].to_numpy(float)[rate], i[rate], o[rate], engine)
+        client = rows["concurrency"].to_numpy(float)[rate]
+        part = _open_loop(pm, rows["request_rate"].to_numpy(float)[rate], i[rate], o[rate], engine, client)
         _put(out, part, rate)
         b[rate] = part["concurrency"]
     return {**out, "batch": b}
 
 
-def _open_loop(pm: Roofline, rate: np.ndarray, i: np.ndarray, o: np.ndarray, engine: str) -> dict[str, np.ndarray]:
+def _open_loop(pm: Roofline, rate: np.ndarray, i: np.ndarray, o: np.ndarray, engine: str,
+               client: np.ndarray) -> dict[str, np.ndarray]:
     """Open-loop metrics at ``rate`` requests/s with at most :func:`ceiling_batch` requests in flight (the
-    smallest over the rows: one engine setting serves them all)."""
-    cap = int(np.min(ceiling_batch(pm, engine, i, o, np.full(len(i), np.inf))))
+    smallest over the rows: one engine setting serves them all), or the benchmark client's ``client`` cap
+    (``--max-concurrency``; NaN: none) where that is smaller."""
+    engine_cap = np.min(ceiling_batch(pm, engine, i, o, np.full(len(i), np.inf)))
+    cap = np.floor(np.fmin(engine_cap, client))
     return dict(serving.open_loop_metrics(pm, rate, i, o, max_num_seqs=cap))
 
 

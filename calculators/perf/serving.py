@@ -204,19 +204,21 @@ def static_batch_metrics(pm: PerformanceModel, batch_size: ArrayLike, input_len:
 
 
 def open_loop_metrics(pm: PerformanceModel, request_rate_per_s: ArrayLike, input_len: ArrayLike,
-                      output_len: ArrayLike, *, max_num_seqs: int = 256) -> dict[str, np.ndarray]:
+                      output_len: ArrayLike, *, max_num_seqs: ArrayLike = 256) -> dict[str, np.ndarray]:
     """Poisson arrivals at ``λ``: the closed loop at the concurrency Little's law gives, plus ``overloaded``.
 
     ``N = λ · (end-to-end(N) − request_overhead_s)`` (the requests in the engine: the latency outside its steps
     holds no slot) is solved by bisection on ``(0, max_num_seqs]``; where even ``max_num_seqs`` requests in
     flight serve fewer than ``λ`` per second the replica is overloaded and the figures are those at
-    ``max_num_seqs`` (waiting time unbounded, reported as ``inf`` TTFT).
+    ``max_num_seqs`` (waiting time unbounded, reported as ``inf`` TTFT). ``max_num_seqs`` broadcasts too: the
+    engine's cap, or a benchmark client's ``--max-concurrency`` where that is smaller (the client then holds
+    the waiting requests, and the engine runs a closed loop of that many once the rate exceeds what they serve).
     """
     lam = np.asarray(positive("request_rate", request_rate_per_s), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
-    cap = float(positive_int("max_num_seqs", max_num_seqs, scalar=True))
-    shape = np.broadcast_shapes(lam.shape, i.shape, o.shape)
-    lo, hi = np.zeros(shape), np.full(shape, cap)
+    cap = np.asarray(positive_int("max_num_seqs", max_num_seqs), dtype=np.float64)
+    shape = np.broadcast_shapes(lam.shape, i.shape, o.shape, cap.shape)
+    lo, hi = np.zeros(shape), np.broadcast_to(cap, shape).copy()
     for _ in range(OPEN_LOOP_BISECTION_STEPS):
         mid = (lo + hi) / 2
         engine_s = slot_time_s(pm, _steady(pm, np.maximum(mid, 1e-9), i, o, open_loop=True)["e2e_latency_s"])

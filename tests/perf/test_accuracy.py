@@ -189,6 +189,16 @@ def test_open_loop_rows_compare_what_the_load_can_state():
     assert rows["measured_tpot_s"].tolist() == pytest.approx([0.020] * 3)   # TPOT always
 
 
+def test_an_open_loop_under_a_client_cap_runs_at_most_that_many(monkeypatch):
+    # 200 req/s offered with --max-concurrency 8: far beyond what 8 in flight serve, so the engine runs a closed
+    # loop of 8 (the client holds the rest); without a client cap it runs the 256 its pool admits
+    monkeypatch.setattr("calculators.perf.accuracy._kv_limit", lambda *a: 256)
+    rate = {"load_mode": "request_rate", "request_rate": 200.0, "request_throughput_req_s": 4.0}
+    p = predict(comparable_rows(_frame(rate | {"concurrency": 8}, rate | {"concurrency": None})))
+    batch = p[p["metric"] == "tpot"].set_index("row_id")["predicted_batch"]
+    assert batch.tolist() == pytest.approx([8.0, 256.0])
+
+
 def test_a_closed_loop_in_lockstep_compares_no_ttft():
     # every request the same lengths: they start and finish in waves, each TTFT waiting for its wave's prefill
     loop = {"ttft_median_ms": 900.0, "output_tok_s": 500.0}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from calculators.errors import InvalidInputError
 from calculators.perf.roofline import Roofline, decode_terms, mixed_terms
 from calculators.perf.serving import (
     closed_loop_tpot_s,
@@ -141,6 +142,16 @@ def test_open_loop_solves_littles_law_and_says_when_overloaded():
     over = open_loop_metrics(PM, 500.0, 100, 50, max_num_seqs=64)
     assert bool(over["overloaded"]) and np.isinf(float(over["ttft_s"]))
     assert float(over["concurrency"]) == pytest.approx(64)
+
+
+def test_open_loop_caps_broadcast_and_bind_when_overloaded():
+    # a client's --max-concurrency of 8 or 64 at 500 req/s: each a closed loop of its cap,
+    # TPOT 10 + 8 × 100/50 × 0.1 = 11.6 ms and 10 + 64 × 2 × 0.1 = 22.8 ms
+    m = open_loop_metrics(PM, 500.0, 100, 50, max_num_seqs=np.array([8, 64]))
+    np.testing.assert_allclose(m["concurrency"], [8, 64])
+    np.testing.assert_allclose(m["tpot_s"], [0.0116, 0.0228])
+    with pytest.raises(InvalidInputError, match="max_num_seqs"):
+        open_loop_metrics(PM, 5.0, 100, 50, max_num_seqs=np.array([8, 0]))
 
 
 def test_a_mixed_step_without_prompt_tokens_is_a_decode_step():
