@@ -29,13 +29,13 @@ The method (docs/performance-model.md §11):
    its GPU family, stack and engine (``performance_fit.toml``, :mod:`calculators.perf.coefficients`), then
    the serving module's metrics over all of that configuration's rows at once, each at its load (closed loop
    at ``concurrency`` or the ceiling's batch, static batch at ``batch_size``, open loop at ``request_rate``
-   with at most the ceiling's batch in flight, or the client's ``concurrency`` cap where the row states a smaller
-   one). TPOT [s] is compared with the measured
-   TPOT median, else ITL median, else TPOT mean (then LMDeploy's per-token latency p50, then a TPOT whose
-   statistic the source does not state) — a median over every gap between tokens (ITL, LMDeploy's per-token
-   p50) against the model's median step, the others against its mean step; TTFT [s] with the TTFT median, else mean, else unstated; output
-   tokens/s per GPU with the per-GPU metric, else the whole-deployment figure ÷ ``gpu_count``, else (every
-   request of the stated lengths) the total tokens/s × O/(I+O) ÷ ``gpu_count``. The key used
+   with at most the ceiling's batch in flight, or the client's ``concurrency`` cap where the row states a
+   smaller one). TPOT [s] is compared with the measured TPOT median, else ITL median, else TPOT mean (then
+   LMDeploy's per-token latency p50, then a TPOT whose statistic the source does not state): a median over
+   every gap between tokens (ITL, LMDeploy's per-token p50) with the model's median step, the others with its
+   mean step. TTFT [s] is compared with the TTFT median, else mean, else unstated; output tokens/s per GPU
+   with the per-GPU metric, else the whole-deployment figure ÷ ``gpu_count``, else (every request of the
+   stated lengths) the total tokens/s × O/(I+O) ÷ ``gpu_count``. The key used
    is kept in ``measured_key``. A static batch's TTFT is the prefill of all its prompts together.
 3. **Errors**: signed relative error ``predicted / measured − 1`` (a fraction; −0.25 = 25 % low) and the
    log-ratio ``ln(measured / predicted)``. :func:`error_table` summarises them per metric × GPU family ×
