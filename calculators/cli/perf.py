@@ -24,7 +24,8 @@ def cmd_perf(a: argparse.Namespace) -> int:
     if doc["overloaded"]:
         print("  OVERLOADED: more requests arrive than max_num_seqs in flight can serve; the queue grows")
     ttft = "—" if doc["ttft_s"] is None else f"{doc['ttft_s'] * 1e3:.1f} ms"
-    print(f"  TTFT {ttft}   TPOT {doc['tpot_s'] * 1e3:.2f} ms   end-to-end {doc['e2e_latency_s']:.2f} s")
+    print(f"  TTFT {ttft}   TPOT {doc['tpot_s'] * 1e3:.2f} ms (median inter-token gap {doc['itl_median_s'] * 1e3:.2f}"
+          f" ms)   end-to-end {doc['e2e_latency_s']:.2f} s")
     print(f"  {doc['output_tokens_per_s']:,.0f} output tokens/s per replica, {doc['output_tokens_per_s_per_gpu']:,.0f}"
           f" per GPU, {doc['tokens_per_s_per_user']:.1f} per user")
     print(f"  decode step: compute {doc['decode_compute_s'] * 1e3:.2f} ms, memory {doc['decode_memory_s'] * 1e3:.2f}"

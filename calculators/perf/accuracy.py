@@ -29,12 +29,13 @@ The method (docs/performance-model.md §11):
    its GPU family, stack and engine (``performance_fit.toml``, :mod:`calculators.perf.coefficients`), then
    the serving module's metrics over all of that configuration's rows at once, each at its load (closed loop
    at ``concurrency`` or the ceiling's batch, static batch at ``batch_size``, open loop at ``request_rate``
-   with at most the ceiling's batch in flight, or the client's ``concurrency`` cap where the row states a smaller
-   one). TPOT [s] is compared with the measured
-   TPOT median, else ITL median, else TPOT mean (then LMDeploy's per-token latency p50, then a TPOT whose
-   statistic the source does not state); TTFT [s] with the TTFT median, else mean, else unstated; output
-   tokens/s per GPU with the per-GPU metric, else the whole-deployment figure ÷ ``gpu_count``, else (every
-   request of the stated lengths) the total tokens/s × O/(I+O) ÷ ``gpu_count``. The key used
+   with at most the ceiling's batch in flight, or the client's ``concurrency`` cap where the row states a
+   smaller one). TPOT [s] is compared with the measured TPOT median, else ITL median, else TPOT mean (then
+   LMDeploy's per-token latency p50, then a TPOT whose statistic the source does not state): a median over
+   every gap between tokens (ITL, LMDeploy's per-token p50) with the model's median step, the others with its
+   mean step. TTFT [s] is compared with the TTFT median, else mean, else unstated; output tokens/s per GPU
+   with the per-GPU metric, else the whole-deployment figure ÷ ``gpu_count``, else (every request of the
+   stated lengths) the total tokens/s × O/(I+O) ÷ ``gpu_count``. The key used
    is kept in ``measured_key``. A static batch's TTFT is the prefill of all its prompts together.
 3. **Errors**: signed relative error ``predicted / measured − 1`` (a fraction; −0.25 = 25 % low) and the
    log-ratio ``ln(measured / predicted)``. :func:`error_table` summarises them per metric × GPU family ×
@@ -81,6 +82,9 @@ MEASURED_KEYS: dict[str, tuple[str, ...]] = {
     "ttft": ("ttft_median_ms", "ttft_mean_ms", "ttft_ms"),
 }
 """Measured latency keys [ms] in order of preference: the first one a row carries is used."""
+ITL_KEYS = ("itl_median_ms", "token_latency_p50_ms")
+"""TPOT keys that are medians over every gap between tokens, not over requests: compared with the median step
+(``itl_median_s``), in which the steps that carry a prompt are the tail, not with the mean step (TPOT)."""
 THROUGHPUT_PER_GPU, THROUGHPUT_TOTAL = "output_tok_s_per_gpu", "output_tok_s"
 TARGETS = {"tpot": 0.15, "ttft": 0.25, "throughput": 0.15}
 """Target median |error| per metric (a fraction)."""
@@ -446,7 +450,7 @@ def ceiling_batch(pm: Roofline, engine: str, input_len: np.ndarray, output_len: 
     return np.maximum(np.fmin(np.minimum(kv, cap), num_prompts), 1.0)
 
 
-_KEYS = ("tpot_s", "ttft_s", "output_tokens_per_s_per_gpu")
+_KEYS = ("tpot_s", "itl_median_s", "ttft_s", "output_tokens_per_s_per_gpu")
 
 
 def _put(out: dict[str, np.ndarray], part: dict[str, np.ndarray], rows: np.ndarray) -> None:
@@ -505,7 +509,8 @@ def _predict_config(rows: pd.DataFrame, efficiencies: Efficiencies, profile: Pro
     pm = _roofline(str(first["model_id"]), str(first["catalog_gpu"]), int(first["tp"]), int(first["pp"]), quant,
                    str(first["kv_dtype"]), efficiencies, engine, profile)
     sm = _load_metrics(pm, rows, engine)
-    return pd.DataFrame({"predicted_tpot_s": sm["tpot_s"], "predicted_ttft_s": sm["ttft_s"],
+    return pd.DataFrame({"predicted_tpot_s": sm["tpot_s"], "predicted_itl_s": sm["itl_median_s"],
+                         "predicted_ttft_s": sm["ttft_s"],
                          "predicted_throughput": sm["output_tokens_per_s_per_gpu"], "predicted_batch": sm["batch"]},
                         index=rows.index)
 
@@ -546,9 +551,12 @@ def predict(rows: pd.DataFrame, efficiencies: Efficiencies | None = None,
     for metric in METRICS:
         suffix = "" if metric == "throughput" else "_s"
         sub = wide.loc[wide[f"measured_{metric}{suffix}"].notna()]
+        predicted = sub[f"predicted_{metric}{suffix}"]
+        if metric == "tpot":
+            predicted = predicted.where(~sub["tpot_key"].isin(ITL_KEYS), sub["predicted_itl_s"])
         parts.append(sub[ROW_COLUMNS].assign(
             metric=metric, unit=UNITS[metric], measured_key=sub[f"{metric}_key"],
-            measured=sub[f"measured_{metric}{suffix}"], predicted=sub[f"predicted_{metric}{suffix}"],
+            measured=sub[f"measured_{metric}{suffix}"], predicted=predicted,
             predicted_batch=sub["predicted_batch"]))
     out = pd.concat(parts, ignore_index=True)
     out["error"] = signed_error(out["predicted"], out["measured"])

@@ -9,7 +9,9 @@ For requests of ``I`` input and ``O`` output tokens (docs/performance-model.md �
 - **closed loop** of ``N`` concurrent requests (continuous batching, steady state; ``--concurrency``,
   what a benchmark at concurrency ``N`` measures): a request lives ``O`` steps, so ``N·I/O`` prompt
   tokens of arriving requests join every decode step (chunked prefill, vLLM V1), up to the token budget
-  ``max_num_batched_tokens − N``; what does not fit runs as prefill-only steps. TPOT = that cycle ÷ O.
+  ``max_num_batched_tokens − N``; what does not fit runs as prefill-only steps. TPOT = that cycle ÷ O; the
+  median inter-token latency (``itl_median_s``) is the median of those steps, the bare decode step when most
+  steps carry no prompt.
   TTFT = the rest of the step in flight when the other ``N − 1`` keep the replica busy (TPOT/2), then
   the arriving prompt's chunks, each a step fused with the others' decodes; at least one TPOT, as the replica
   completes its ``N`` requests once per cycle of ``O`` steps (Little's law; it binds where ``O`` is short and
@@ -71,7 +73,14 @@ POISSON_TAIL = 1e-9
 
 def closed_loop_tpot_s(pm: PerformanceModel, concurrency: ArrayLike, input_len: ArrayLike,
                        output_len: ArrayLike) -> np.ndarray:
-    """Time per output token with ``N`` requests in flight, arriving prompts mixed into the steps [s].
+    """Time per output token with ``N`` requests in flight, arriving prompts mixed into the steps [s]: the mean
+    step of :func:`closed_loop_steps_s`."""
+    return closed_loop_steps_s(pm, concurrency, input_len, output_len)[0]
+
+
+def closed_loop_steps_s(pm: PerformanceModel, concurrency: ArrayLike, input_len: ArrayLike,
+                        output_len: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """The mean and the median step with ``N`` requests in flight, arriving prompts mixed into the steps [s].
 
     A request lives ``O`` steps, so ``λ = N/O`` prompts arrive per step on average; their number ``k`` in a
     step is taken as Poisson and the step time averaged over it — a step that gets a whole prompt runs much
@@ -81,6 +90,13 @@ def closed_loop_tpot_s(pm: PerformanceModel, concurrency: ArrayLike, input_len: 
     first ``k`` whose prompts fill the budget: every step from there on is the same full step, and its tail is
     summed in closed form (``P(K ≥ k*)`` and ``E[K; K ≥ k*] = λ − Σ_{k<k*} k·p_k``), so the work is bounded by
     ``min(16√λ, budget / I)`` terms however high the load.
+
+    The mean, prefill-only steps included, is the time per output token (TPOT: a request's ``O`` tokens take
+    ``O`` mean steps). The median is the step with the smallest ``k`` whose Poisson CDF reaches one half (the
+    step time grows with ``k``): the **median inter-token latency** a benchmark prints over all gaps between
+    tokens, in which the few steps that carry a prompt are the tail, not the middle (docs/performance-model.md
+    §2). At 8 in flight and 50 output tokens, ``λ = 0.16``: 85 % of steps carry no prompt, so the median is the
+    bare decode step while the mean is 16 % of a prompt's prefill above it.
     """
     n = np.asarray(positive("concurrency", concurrency), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
@@ -92,24 +108,28 @@ def closed_loop_tpot_s(pm: PerformanceModel, concurrency: ArrayLike, input_len: 
     last = min(int(np.ceil(np.max(lam) + width)), int(np.max(full)) - 1)
     shape = np.broadcast_shapes(n.shape, i.shape, o.shape)
     step = below = k_below = np.zeros(shape)
+    median = np.full(shape, np.nan)
     log_lam = np.log(np.maximum(lam, 1e-300))
     for k in range(first, last + 1):
         prob = np.where(k < full, np.exp(k * log_lam - lam - math.lgamma(k + 1)), 0.0)
-        step = step + prob * pm.mixed_step_time_s(n, i + o / 2, k * i, i)
+        this = pm.mixed_step_time_s(n, i + o / 2, k * i, i)
+        step = step + prob * this
         below, k_below = below + prob, k_below + k * prob
+        median = np.where(np.isnan(median) & (below >= 0.5), this, median)
     tail = np.clip(1.0 - below, 0.0, 1.0)  # P(K ≥ k*): every prompt beyond the budget waits
-    step = step + tail * pm.mixed_step_time_s(n, i + o / 2, room, i)
+    full_step = pm.mixed_step_time_s(n, i + o / 2, room, i)
+    step = step + tail * full_step
     overflow = np.maximum(i * (lam - k_below) - room * tail, 0.0)
     rest = overflow * o / i  # prompts per cycle that fit no mixed step
     # below the sum's own 1e-9 truncation it is rounding, not a prompt that waits for a prefill-only step
     extra = np.where(rest > POISSON_TAIL, pm.prefill_time_s(i, np.maximum(rest, POISSON_TAIL)), 0.0)
-    return step + extra / o
+    return step + extra / o, np.where(np.isnan(median), full_step, median)
 
 
 def _steady(pm: PerformanceModel, n: np.ndarray, i: np.ndarray, o: np.ndarray, *,
             open_loop: bool) -> dict[str, np.ndarray]:
     """Latencies at ``n`` requests in flight; an arrival finds ``others`` decoding, the replica busy w.p. ``busy``."""
-    tpot = closed_loop_tpot_s(pm, n, i, o)
+    tpot, itl = closed_loop_steps_s(pm, n, i, o)
     others = n if open_loop else np.maximum(n - 1, 0.0)
     busy = -np.expm1(-n) if open_loop else np.clip(n - 1, 0.0, 1.0)
     room = np.maximum(_budget(pm) - others, 1.0)
@@ -121,7 +141,7 @@ def _steady(pm: PerformanceModel, n: np.ndarray, i: np.ndarray, o: np.ndarray, *
     # TTFT. It binds where prompts outweigh outputs (O = 1: the whole cycle is the wait for prefill).
     ttft = np.maximum(ttft, tpot + pm.request_overhead_s)
     return {"prefill_s": pm.prefill_time_s(i, 1), "ttft_s": ttft, "tpot_s": tpot, "decode_step_s": tpot,
-            "e2e_latency_s": ttft + (o - 1) * tpot, "queue_wait_s": np.zeros_like(ttft)}
+            "itl_median_s": itl, "e2e_latency_s": ttft + (o - 1) * tpot, "queue_wait_s": np.zeros_like(ttft)}
 
 
 def _with_throughput(pm: PerformanceModel, m: dict[str, np.ndarray], rps: np.ndarray,
@@ -198,7 +218,7 @@ def static_batch_metrics(pm: PerformanceModel, batch_size: ArrayLike, input_len:
     prefill = (1 - share) * wave["prefill_s"] + share * tail["prefill_s"]
     tpot = (1 - share) * wave["tpot_s"] + share * tail["tpot_s"]
     ttft = waited + prefill
-    out = {"prefill_s": prefill, "ttft_s": ttft, "tpot_s": tpot, "decode_step_s": tpot,
+    out = {"prefill_s": prefill, "ttft_s": ttft, "tpot_s": tpot, "decode_step_s": tpot, "itl_median_s": tpot,
            "e2e_latency_s": waited + (1 - share) * wave["wave_s"] + share * tail["wave_s"], "queue_wait_s": waited}
     return _with_throughput(pm, out, b / (full * wave["wave_s"] + tail["wave_s"]), o)
 

@@ -199,6 +199,17 @@ def test_an_open_loop_under_a_client_cap_runs_at_most_that_many(monkeypatch):
     assert batch.tolist() == pytest.approx([8.0, 256.0])
 
 
+def test_a_median_itl_is_compared_with_the_median_step():
+    # the same closed loop measured as median TPOT (over requests) and as median ITL (over every gap)
+    rows = comparable_rows(_frame({}, {"tpot_median_ms": None, "itl_median_ms": 20.0}))
+    p = predict(rows)
+    p = p[p["metric"] == "tpot"].set_index("row_id")["predicted"]
+    m = serving_metrics(Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM")), 16, 1000, 200)
+    assert p[0] == pytest.approx(float(m["tpot_s"]), rel=1e-9)
+    assert p[1] == pytest.approx(float(m["itl_median_s"]), rel=1e-9)
+    assert p[1] < p[0]  # 16 × 1,000 / 200 = 80 prompt tokens a step on average: the median step carries none
+
+
 def test_a_closed_loop_in_lockstep_compares_no_ttft():
     # every request the same lengths: they start and finish in waves, each TTFT waiting for its wave's prefill
     loop = {"ttft_median_ms": 900.0, "output_tok_s": 500.0}

@@ -133,6 +133,17 @@ def test_a_closed_loop_of_prompts_waits_for_their_prefill():
     assert float(m["requests_per_s"]) == pytest.approx(16 / float(m["e2e_latency_s"]))
 
 
+def test_the_median_inter_token_latency_is_the_median_step():
+    # 8 in flight, 50 output tokens: λ = 0.16 prompts a step, P(no prompt) = e^−0.16 = 0.85, so the median gap
+    # is the bare 10 ms step while TPOT (the mean) is 11.6 ms. 64 in flight: λ = 1.28, P(0) = 0.28 and
+    # P(≤ 1) = 0.63, so the median step carries one 100-token prompt: 10 + 10 = 20 ms; TPOT 10 + 12.8 = 22.8 ms
+    m = serving_metrics(PM, np.array([8.0, 64.0]), 100, 50)
+    np.testing.assert_allclose(m["itl_median_s"], [0.010, 0.020])
+    np.testing.assert_allclose(m["tpot_s"], [0.0116, 0.0228])
+    # a static batch decodes without arriving prompts: every gap is the decode step
+    assert float(static_batch_metrics(PM, 8, 100, 50)["itl_median_s"]) == pytest.approx(0.010)
+
+
 def test_open_loop_solves_littles_law_and_says_when_overloaded():
     m = open_loop_metrics(PM, 5.0, 100, 50, max_num_seqs=64)
     n = float(m["concurrency"])
