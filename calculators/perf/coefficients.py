@@ -178,13 +178,16 @@ def software_stack(vendor: str) -> str:
 
 def engine_generation(engine: str, version: object = None) -> str:
     """The engine key of the fit: vLLM split at 0.8, where V1 became the default engine
-    (https://blog.vllm.ai/2025/01/27/v1-alpha-release.html, default from v0.8.0); SGLang before 0.5 and
-    TensorRT-LLM before 1.0 (the PyTorch-backend rewrite) as ``sglang-old`` and ``trtllm-old``; others by name."""
+    (https://blog.vllm.ai/2025/01/27/v1-alpha-release.html, default from v0.8.0), or where the version says the
+    run fell back to the V0 engine (0.8 to 0.10 did for features V1 did not support yet); SGLang
+    before 0.5 and TensorRT-LLM before 1.0 (the PyTorch-backend rewrite) as ``sglang-old`` and ``trtllm-old``;
+    others by name."""
     name = _ENGINES.get(engine.lower(), engine.lower())
     found = re.search(r"(\d+)\.(\d+)", str(version or ""))
     release = (int(found[1]), int(found[2])) if found else None
     if name == "vllm":
-        return "vllm-v0" if release is not None and release < (0, 8) else DEFAULT_ENGINE
+        v0 = (release is not None and release < (0, 8)) or bool(re.search(r"\bV0 engine\b", str(version or ""), re.I))
+        return "vllm-v0" if v0 else DEFAULT_ENGINE
     if name in _GENERATIONS and release is not None and release < _GENERATIONS[name]:
         return f"{name}-old"
     return name
