@@ -3,16 +3,15 @@
     .venv/bin/python benchmarks/fit_performance.py [--check] [--iterations N] [--engine-sd SD] [--moe-sd SD]
                                                    [--out FILE] [--jobs N]
 
-What is fitted (docs/performance-model.md §4): the reference set of
-:class:`~calculators.perf.roofline.Efficiencies` and the 8- and 4-bit compute shares (16 numbers); per GPU family
-a compute and a memory efficiency and a factor on the GPU-side per-layer costs; a factor on the software costs
-for the ROCm stack and one per engine generation — 42 numbers on the 14 sources with comparable rows (18 in the
-corpus), the per-family and per-engine ones drawn towards the reference by a Gaussian prior so that a family
-or engine seen in one source moves only as far as its rows insist (``--engine-sd``: the prior's width on the
-engine-generation factors; a narrower one leaves fewer free parameters in effect, and is kept only if it
-predicts left-out sources better). The loss is a robust (Cauchy, scale 0.3) sum of the log-ratios
-``ln(measured / predicted)`` of TPOT, TTFT (half weight) and output tokens/s per GPU over every comparable row,
-each source's rows weighted ``1 / √n`` so the largest source does not drown the others; Levenberg–Marquardt on
+What is fitted (docs/performance-model.md §4): the reference set of :class:`~calculators.perf.roofline.Efficiencies`
+and the 8- and 4-bit compute shares (16 numbers); per GPU family a compute and a memory efficiency and a factor on
+the GPU-side per-layer costs; a factor on the software costs per engine generation — 41 numbers on the 14 sources
+with comparable rows (18 in the corpus), the per-family and per-engine ones drawn towards the reference by a
+Gaussian prior so that a family or engine seen in one source moves only as far as its rows insist (``--engine-sd``:
+the prior's width on the engine-generation factors; a narrower one leaves fewer free parameters in effect, and is
+kept only if it predicts left-out sources better). The loss is a robust (Cauchy, scale 0.3) sum of the log-ratios
+``ln(measured / predicted)`` of TPOT, TTFT (half weight) and output tokens/s per GPU over every comparable row, each
+source's rows weighted ``1 / √n`` so the largest source does not drown the others; Levenberg–Marquardt on
 forward-difference Jacobians (a configuration whose efficiencies a column does not move is predicted once per
 Jacobian), efficiencies through a logistic (so never above 1) and costs through an exponential (never negative).
 
@@ -51,8 +50,7 @@ REFERENCE = [("compute", "logit", 0.7, 1.5), ("memory", "logit", 0.8, 1.5), ("st
              ("request_overhead_s", "log", 0.03, 2.0), ("prefill_layer_overhead_s", "log", 1e-4, 3.0),
              ("prefill_moe_layer_overhead_s", "log", 1e-4, 3.0), ("fp8_compute_share", "logit", 0.85, 1.0),
              ("fp4_compute_share", "logit", 0.75, 1.0)]
-FAMILY_SD, STACK_SD, ENGINE_SD = 0.7, 1.0, 0.7
-STACKS = ("ROCm",)
+FAMILY_SD, ENGINE_SD = 0.7, 0.7
 ENGINES = ("sglang", "sglang-old", "trtllm", "trtllm-old", "vllm-v0", "lmdeploy", "atom")
 METRIC_WEIGHT = {"tpot": 1.0, "ttft": 0.5, "throughput": 1.0}
 SCALE = 0.3
@@ -68,19 +66,18 @@ def _from(transform: str, x: float) -> float:
 
 class Space:
     """θ ↔ Profile: the reference (16), per-family memory and compute logit offsets and GPU-side cost
-    log-factors, stack and engine log-factors."""
+    log-factors, engine log-factors."""
 
     def __init__(self, families: list[str], engine_sd: float = ENGINE_SD, moe_sd: float | None = None) -> None:
         self.families = families
         self.names = ([n for n, *_ in REFERENCE] + [f"family:{f}" for f in families]
                       + [f"compute:{f}" for f in families] + [f"overhead:{f}" for f in families]
-                      + [f"stack:{s}" for s in STACKS]
                       + [f"engine:{e}" for e in ENGINES])
         self.mean = np.array([_to(t, v) for _, t, v, _ in REFERENCE] + [0.0] * (len(self.names) - len(REFERENCE)))
         reference_sd = [moe_sd if moe_sd is not None and n == "moe_expert_efficiency" else sd
                         for n, _, _, sd in REFERENCE]
         self.sd = np.array(reference_sd + [FAMILY_SD] * 3 * len(families)
-                           + [STACK_SD] * len(STACKS) + [engine_sd] * len(ENGINES))
+                           + [engine_sd] * len(ENGINES))
 
     def profile(self, theta: np.ndarray) -> Profile:
         ref = {n: _from(t, theta[i]) for i, (n, t, _, _) in enumerate(REFERENCE)}
@@ -90,10 +87,8 @@ class Space:
                    "memory": _from("logit", theta[1] + theta[k + j]),
                    "overhead_factor": float(np.exp(theta[k + 2 * n + j]))} for j, f in enumerate(self.families)}
         k += 3 * n
-        stack = {s: {"overhead_factor": float(np.exp(theta[k + j]))} for j, s in enumerate(STACKS)}
-        k += len(STACKS)
         eng = {e: {"overhead_factor": float(np.exp(theta[k + j]))} for j, e in enumerate(ENGINES)}
-        return Profile.model_validate({"reference": ref, "family": fam, "stack": stack, "engine": eng})
+        return Profile.model_validate({"reference": ref, "family": fam, "engine": eng})
 
 
 def residuals(rows: pd.DataFrame, profile: Profile,
@@ -196,7 +191,7 @@ def _toml_table(header: str, values: dict[str, float]) -> list[str]:
 def profile_toml(prefix: str, p: Profile) -> list[str]:
     """TOML lines of one profile under ``prefix`` (``shipped`` or ``held_out.profile``)."""
     lines = _toml_table(f"{prefix}.reference", p.reference.model_dump())
-    for kind in ("family", "stack", "engine"):
+    for kind in ("family", "engine"):
         for key, entry in getattr(p, kind).items():
             lines += _toml_table(f'{prefix}.{kind}."{key}"', entry.model_dump())
     return lines
@@ -225,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
              f'corpus = "public measurement corpus: {len(frame)} rows, {frame["source_id"].nunique()} sources, '
              f'{len(rows)} comparable"',
              'method = "robust (Cauchy) least squares on log-ratios, sources weighted 1/sqrt(n), Gaussian prior on the '
-             f'per-family, per-stack and per-engine entries (engine sd {args.engine_sd:g}'
+             f'per-family and per-engine entries (engine sd {args.engine_sd:g}'
              + ("" if args.moe_sd is None else f", MoE expert efficiency sd {args.moe_sd:g}") + ')"',
              'script = "benchmarks/fit_performance.py"', "", *profile_toml("shipped", space.profile(shipped))]
     sources = sorted(rows["source_id"].unique())
