@@ -152,8 +152,8 @@ would run (the fewest of what the KV cache holds, the engine's default largest b
 Replicas (`gpu_count` = k × tp × pp) count when the row's own figures say each replica ran the stated concurrency.
 The rest are counted below with their reason.
 
-**What is compared.** The roofline with its shipped coefficients (fitted on this corpus, per GPU family, software
-stack and engine generation) predicts TPOT (against the measured TPOT median,
+**What is compared.** The roofline with its shipped coefficients (fitted on this corpus, per GPU family and
+engine generation) predicts TPOT (against the measured TPOT median,
 else the ITL median, else the TPOT mean), TTFT (median, else mean) and output tokens/s per GPU (the per-GPU figure,
 else the total ÷ GPUs). Error = predicted / measured − 1; the bias is its median.
 

@@ -26,7 +26,7 @@ The method (docs/performance-model.md §11):
      (the corpus does not say how the load was spread).
 2. **Predictions** (:func:`predict`): one :class:`~calculators.perf.roofline.Roofline` per distinct
    (model, GPU, tp, pp, quantization, KV dtype, engine generation) with the shipped fitted coefficients of
-   its GPU family, stack and engine (``performance_fit.toml``, :mod:`calculators.perf.coefficients`), then
+   its GPU family and engine (``performance_fit.toml``, :mod:`calculators.perf.coefficients`), then
    the serving module's metrics over all of that configuration's rows at once, each at its load (closed loop
    at ``concurrency`` or the ceiling's batch, static batch at ``batch_size``, open loop at ``request_rate``
    with at most the ceiling's batch in flight, or the client's ``concurrency`` cap where the row states a

@@ -2,8 +2,8 @@
 
 ``calculators/data/performance_fit.toml`` holds one **profile**: a reference set of efficiencies and costs
 (the fields of :class:`calculators.perf.roofline.Efficiencies`), compute and memory efficiencies and a factor on
-the GPU-side per-layer costs per GPU family, and factors on the per-step software costs per software stack (CUDA,
-ROCm, Gaudi) and per engine generation (vLLM V0/V1, SGLang, TensorRT-LLM, LMDeploy, ATOM). It also holds the
+the GPU-side per-layer costs per GPU family, and factors on the per-step software costs per engine generation
+(vLLM V0/V1, SGLang, TensorRT-LLM, LMDeploy, ATOM). It also holds the
 profiles refitted with each source of the corpus left out, which the accuracy harness uses to score the model on
 the source it did not see (docs/performance-model.md §4 and §11). ``benchmarks/fit_performance.py`` writes the file.
 
@@ -27,7 +27,6 @@ FIT_FILE = "performance_fit.toml"
 M = TypeVar("M", bound=BaseModel)
 #: The engine generation a product figure assumes when none is named: vLLM's V1 engine (default since 0.8).
 DEFAULT_ENGINE = "vllm-v1"
-_STACKS = {"NVIDIA": "CUDA", "AMD": "ROCm", "INTEL": "Gaudi", "GOOGLE": "TPU"}
 _FAMILIES = {"Ada Lovelace": "Ada", "Blackwell Ultra": "Blackwell", "CDNA 2": "CDNA2", "CDNA 3": "CDNA3",
              "CDNA 4": "CDNA4"}
 #: The release where an engine's current generation starts (vLLM's is handled apart: V0/V1).
@@ -58,7 +57,7 @@ Cost = Annotated[float, AfterValidator(_cost)]
 
 
 class ReferenceSet(BaseModel):
-    """The efficiencies and costs of GPUs, stacks and engines that have no entry of their own."""
+    """The efficiencies and costs of GPU families and engines that have no entry of their own."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -99,7 +98,7 @@ class FamilyEntry(BaseModel):
 
 
 class FactorEntry(BaseModel):
-    """A factor on the per-step software costs (fixed, per layer, per sequence) of a stack or an engine."""
+    """A factor on the per-step software costs (fixed, per layer, per sequence) of an engine generation."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -107,13 +106,12 @@ class FactorEntry(BaseModel):
 
 
 class Profile(BaseModel):
-    """One fitted set: the reference and its per-family, per-stack and per-engine entries."""
+    """One fitted set: the reference and its per-family and per-engine entries."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     reference: ReferenceSet
     family: dict[str, FamilyEntry] = {}
-    stack: dict[str, FactorEntry] = {}
     engine: dict[str, FactorEntry] = {}
 
 
@@ -171,15 +169,11 @@ def gpu_family(vendor: str, architecture: str) -> str:
     return f"{vendor} {_FAMILIES.get(architecture, architecture)}"
 
 
-def software_stack(vendor: str) -> str:
-    """CUDA for NVIDIA, ROCm for AMD, Gaudi for Intel, TPU for Google (else the vendor's name)."""
-    return _STACKS.get(vendor.upper(), vendor)
-
-
 def engine_generation(engine: str, version: object = None) -> str:
     """The engine key of the fit: vLLM split at 0.8, where V1 became the default engine
     (https://blog.vllm.ai/2025/01/27/v1-alpha-release.html, default from v0.8.0), or where the version says the
-    run fell back to the V0 engine (0.8 to 0.10 did for features V1 did not support yet); SGLang
+    run fell back to the V0 engine (0.8 to 0.10 did for features V1 did not support yet, such as pipeline
+    parallelism under the default executor: https://github.com/vllm-project/vllm/pull/18915); SGLang
     before 0.5 and TensorRT-LLM before 1.0 (the PyTorch-backend rewrite) as ``sglang-old`` and ``trtllm-old``;
     others by name."""
     name = _ENGINES.get(engine.lower(), engine.lower())
@@ -193,7 +187,7 @@ def engine_generation(engine: str, version: object = None) -> str:
     return name
 
 
-#: The per-step software costs, which the stack's and the engine's factors scale.
+#: The per-step software costs, which the engine's factor scales.
 SOFTWARE_COSTS = ("step_overhead_s", "layer_overhead_s", "sequence_overhead_s", "moe_layer_overhead_s",
                   "prefill_layer_overhead_s", "prefill_moe_layer_overhead_s")
 #: The software costs the GPU runs itself (the short kernels between the matmuls of a captured decode step,
@@ -208,8 +202,8 @@ def resolved(profile: Profile, vendor: str, architecture: str, engine: str,
              compute_dtype: str = "bf16") -> dict[str, float]:
     """The efficiencies and costs for one GPU, engine and compute dtype: the family's efficiencies where it has
     an entry, the compute efficiency times the dtype's share for 8- and 4-bit matmuls (which reach less of their
-    doubled and quadrupled peaks than 16-bit ones reach of theirs), the software costs times the stack's and the
-    engine's factors, and the GPU-side ones times the family's too (docs/performance-model.md §4)."""
+    doubled and quadrupled peaks than 16-bit ones reach of theirs), the software costs times the engine's factor,
+    and the GPU-side ones times the family's too (docs/performance-model.md §4)."""
     ref = profile.reference.model_dump()
     shares = {key: ref.pop(key) for key in set(COMPUTE_SHARES.values())}
     fam = profile.family.get(gpu_family(vendor, architecture))
@@ -217,8 +211,7 @@ def resolved(profile: Profile, vendor: str, architecture: str, engine: str,
         ref["compute"], ref["memory"] = fam.compute, fam.memory
     ref["compute"] *= shares.get(COMPUTE_SHARES.get(compute_dtype, ""), 1.0)
     one = FactorEntry(overhead_factor=1.0)
-    factor = (profile.stack.get(software_stack(vendor), one).overhead_factor
-              * profile.engine.get(engine, one).overhead_factor)
+    factor = profile.engine.get(engine, one).overhead_factor
     gpu_side = fam.overhead_factor if fam is not None else 1.0
     for key in SOFTWARE_COSTS:
         ref[key] *= factor * (gpu_side if key in GPU_SIDE_COSTS else 1.0)
@@ -228,4 +221,4 @@ def resolved(profile: Profile, vendor: str, architecture: str, engine: str,
 __all__ = ["COMPUTE_SHARES", "DEFAULT_ENGINE", "FIT_FILE", "GPU_SIDE_COSTS", "SOFTWARE_COSTS", "FactorEntry",
            "FamilyEntry", "FitFile", "HeldOut",
            "Profile", "ReferenceSet", "engine_generation", "gpu_family", "load_fit", "parse_fit_file", "parse_toml_as",
-           "resolved", "software_stack"]
+           "resolved"]

@@ -125,7 +125,7 @@ class Efficiencies:
     @classmethod
     def fitted(cls, gpu: GPUSpec, engine: str = DEFAULT_ENGINE, profile: Profile | None = None,
                compute_dtype: str = "bf16") -> Efficiencies:
-        """The fitted set for ``gpu``'s family and stack, ``engine`` and the matmuls' ``compute_dtype``
+        """The fitted set for ``gpu``'s family, ``engine`` and the matmuls' ``compute_dtype``
         (:func:`resolved`), from the shipped profile unless one is given."""
         return cls(**resolved(profile or load_fit().shipped, gpu.vendor, gpu.architecture, engine, compute_dtype))
 
@@ -193,7 +193,7 @@ class Roofline(StepTimeMixin):
 
     ``tensor_parallel_size`` may be an array; every method then broadcasts over it too. ``engine`` names the
     serving engine's generation (``"vllm-v1"``, ``"vllm-v0"``, ``"sglang"``, ``"trtllm"``…): with the default
-    efficiencies the roofline uses the fitted set for its GPU's family and stack and for that engine
+    efficiencies the roofline uses the fitted set for its GPU's family and for that engine
     (:meth:`Efficiencies.fitted`; ``profile`` replaces the shipped fit), any other set is used as given.
     """
 

@@ -90,7 +90,7 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
 def efficiency_sources(eff: Efficiencies, source: str, gpu: GPUSpec | None = None,
                        compute_dtype: str = "bf16") -> list[str]:
     """Where the performance model's constants come from: for the shipped model, the coefficients fitted on
-    public measurements for ``gpu``'s family and stack (vLLM V1) and matmuls in ``compute_dtype``, with the fit's
+    public measurements for ``gpu``'s family (vLLM V1) and matmuls in ``compute_dtype``, with the fit's
     date and method pages (§4, §11); for a calibration, the caller's ``source``."""
     if eff.is_default() and gpu is not None:
         from calculators.perf.coefficients import load_fit

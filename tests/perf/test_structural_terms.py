@@ -96,19 +96,19 @@ PROFILE = Profile.model_validate({
                   "fp4_compute_share": 0.5},
     "family": {"AMD CDNA3": {"compute": 0.5, "memory": 0.4}, "AMD CDNA4": {"compute": 0.5, "memory": 0.6,
                                                                        "overhead_factor": 0.25}},
-    "stack": {"ROCm": {"overhead_factor": 2.0}}, "engine": {"sglang": {"overhead_factor": 0.5}}})
+    "engine": {"sglang": {"overhead_factor": 0.5}}})
 
 
-def test_family_stack_and_engine_entries_resolve_by_hand():
+def test_family_and_engine_entries_resolve_by_hand():
     mi300 = resolved(PROFILE, "AMD", "CDNA 3", "sglang")
     assert (mi300["compute"], mi300["memory"]) == (0.5, 0.4)
-    assert mi300["step_overhead_s"] == pytest.approx(1e-3 * 2.0 * 0.5)          # ROCm × SGLang = 1
+    assert mi300["step_overhead_s"] == pytest.approx(1e-3 * 0.5)                # SGLang's factor
     assert mi300["allreduce_latency_s"] == 1e-5                                 # not a software-step cost
     assert mi300["request_overhead_s"] == 0.05                                  # the serving path's, unfactored
     mi355 = resolved(PROFILE, "AMD", "CDNA 4", "sglang")
-    assert mi355["layer_overhead_s"] == pytest.approx(1e-5 * 2.0 * 0.5 * 0.25)  # ROCm × SGLang × CDNA4
-    assert mi355["moe_layer_overhead_s"] == pytest.approx(1e-5 * 0.25)             # ROCm × SGLang = 1, × CDNA4
-    assert mi355["step_overhead_s"] == pytest.approx(1e-3 * 2.0 * 0.5)          # the host's: no family factor
+    assert mi355["layer_overhead_s"] == pytest.approx(1e-5 * 0.5 * 0.25)        # SGLang × CDNA4
+    assert mi355["moe_layer_overhead_s"] == pytest.approx(1e-5 * 0.5 * 0.25)    # SGLang × CDNA4
+    assert mi355["step_overhead_s"] == pytest.approx(1e-3 * 0.5)                # the host's: no family factor
     h100 = resolved(PROFILE, "NVIDIA", "Hopper", "vllm-v1")                      # no entries: the reference
     assert (h100["memory"], h100["sequence_overhead_s"]) == (0.7, 2e-5)
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("MI300X"), engine="sglang", profile=PROFILE)
