@@ -177,10 +177,11 @@ def engine_generation(engine: str, version: object = None) -> str:
     before 0.5 and TensorRT-LLM before 1.0 (the PyTorch-backend rewrite) as ``sglang-old`` and ``trtllm-old``;
     others by name."""
     name = _ENGINES.get(engine.lower(), engine.lower())
-    found = re.search(r"(\d+)\.(\d+)", str(version or ""))
+    text = str(version or "")
+    found = re.search(r"(\d+)\.(\d+)", text)
     release = (int(found[1]), int(found[2])) if found else None
     if name == "vllm":
-        v0 = (release is not None and release < (0, 8)) or bool(re.search(r"\bV0 engine\b", str(version or ""), re.I))
+        v0 = (release is not None and release < (0, 8)) or bool(re.search(r"\bV0 engine\b", text, re.I))
         return "vllm-v0" if v0 else DEFAULT_ENGINE
     if name in _GENERATIONS and release is not None and release < _GENERATIONS[name]:
         return f"{name}-old"
@@ -210,8 +211,7 @@ def resolved(profile: Profile, vendor: str, architecture: str, engine: str,
     if fam is not None:
         ref["compute"], ref["memory"] = fam.compute, fam.memory
     ref["compute"] *= shares.get(COMPUTE_SHARES.get(compute_dtype, ""), 1.0)
-    one = FactorEntry(overhead_factor=1.0)
-    factor = profile.engine.get(engine, one).overhead_factor
+    factor = eng.overhead_factor if (eng := profile.engine.get(engine)) is not None else 1.0
     gpu_side = fam.overhead_factor if fam is not None else 1.0
     for key in SOFTWARE_COSTS:
         ref[key] *= factor * (gpu_side if key in GPU_SIDE_COSTS else 1.0)
