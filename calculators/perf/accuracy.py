@@ -4,7 +4,8 @@ The method (docs/performance-model.md §11):
 
 1. **Comparable rows** (:func:`screen`, :func:`comparable_rows`). A corpus row is kept when the product can
    state the same run: a load it models (below), neither prefill/decode disaggregated nor speculative decoding,
-   nor a workload whose prompts share a cached prefix, a model in the catalog (its id or alias, else the
+   nor a workload whose prompts share a cached prefix, nor attention run data-parallel across the
+   tensor-parallel GPUs (:func:`dp_attention`), a model in the catalog (its id or alias, else the
    checkpoint it re-quantises), a GPU with a catalog id, ``tp``, ``pp``, ``input_len`` and ``output_len``
    stated (compared at the lengths the run served, :func:`_served_lengths`), a weight precision that maps to a
    product format, a KV-cache dtype the product knows, one replica of ``tp × pp`` GPUs (or replicas, below), at
@@ -351,6 +352,16 @@ def replicated(f: pd.DataFrame) -> pd.Series:
     return pd.Series(whole & per_replica.fillna(False).astype(bool), index=f.index)
 
 
+def dp_attention(f: pd.DataFrame) -> pd.Series:
+    """Rows whose attention ran data-parallel inside the tensor-parallel group (``dp`` = ``tp`` > 1: SGLang's
+    ``--enable-dp-attention``, TensorRT-LLM's attention DP): each GPU holds the whole attention and the KV cache
+    of its own share of the requests, where the product's tensor parallelism splits the attention and, for MLA
+    models, keeps the latent cache on every GPU. A data-parallel size beside ``tp`` (``dp`` ≠ ``tp``, or
+    ``tp`` = 1) counts replicas instead."""
+    tp, dp = f["tp"].astype(float), f["dp"].astype(float)
+    return pd.Series(((tp > 1) & (dp == tp)).fillna(False).astype(bool), index=f.index)
+
+
 def _row_checks(f: pd.DataFrame) -> list[tuple[pd.Series, str, Any]]:
     """The row-level reasons to skip, in the order they are given: (mask, reason, detail)."""
     no_metric = f[["measured_tpot_s", "measured_ttft_s", "measured_throughput"]].isna().all(axis=1)
@@ -359,6 +370,8 @@ def _row_checks(f: pd.DataFrame) -> list[tuple[pd.Series, str, Any]]:
         (f["disaggregated"], "prefill/decode disaggregated (not modelled)", "disaggregated"),
         (f["spec_decoding"].notna(), "speculative decoding (not modelled)", f["spec_decoding"].astype(str)),
         (f["shared_prefix"], "shared-prefix workload (prefix caching not modelled)", "shared prefix"),
+        (dp_attention(f), "attention data-parallel across the tensor-parallel GPUs (not modelled)",
+         "dp " + f["dp"].astype("Int64").astype(str)),
         (f["model_id"].isna(), "model not in the catalog", f["model"].astype(str)),
         (f["catalog_gpu"].isna(), "GPU has no catalog id", f["gpu"].astype(str)),
         (f["tp"].isna() | f["pp"].isna(), "tp or pp not stated", "tp/pp"),

@@ -15,6 +15,7 @@ from calculators.perf.accuracy import (
     AccuracyReport,
     accuracy_report,
     comparable_rows,
+    dp_attention,
     error_table,
     fit_correction,
     loso_rows,
@@ -143,6 +144,19 @@ def test_a_shared_prefix_workload_is_skipped_with_its_reason():
     screened = screen(_frame({"shared_prefix": True}, {}))
     assert len(screened.rows) == 1
     assert screened.skipped["reason"].tolist() == ["shared-prefix workload (prefix caching not modelled)"]
+
+
+def test_attention_data_parallel_inside_the_tp_group_is_skipped_and_replicas_are_not():
+    """SGLang's ``--tp 8 --dp 8 --enable-dp-attention`` on 8 GPUs runs attention data-parallel, a layout the
+    product does not state; ``--tp 4`` with 2 data-parallel replicas on 8 GPUs is two replicas, and ``dp`` 2
+    beside TP 1 is two copies of the model: neither is DP attention."""
+    frame = _frame({"tp": 8, "dp": 8, "gpu_count": 8}, {"tp": 4, "dp": 2, "gpu_count": 8}, {"tp": 1, "dp": 2},
+                   {"dp": None})
+    assert dp_attention(frame).tolist() == [True, False, False, False]
+    screened = screen(frame.iloc[[0, 3]])
+    assert screened.skipped["reason"].tolist() == ["attention data-parallel across the tensor-parallel GPUs "
+                                                   "(not modelled)"]
+    assert screened.skipped["detail"].tolist() == ["dp 8"]
 
 
 def test_the_lengths_compared_are_those_the_run_served():
