@@ -119,7 +119,8 @@ def test_measured_values_fall_back_in_the_stated_order():
         {"tpot_median_ms": None, "itl_median_ms": 25.0, "tpot_mean_ms": 99.0, "output_tok_s": 1000.0,
          "model": "meta-llama/Llama-3.1-70B", "tp": 4, "gpu_count": 4},
         {"tpot_median_ms": None, "itl_median_ms": None, "tpot_mean_ms": 30.0, "output_tok_s_per_gpu": 300.0,
-         "output_tok_s": 9999.0, "ttft_median_ms": None, "ttft_mean_ms": 400.0},
+         "output_tok_s": 9999.0, "ttft_median_ms": None, "ttft_mean_ms": 400.0,
+         "load_mode": "static_batch", "batch_size": 16, "concurrency": None},   # a closed loop's mean TTFT: below
     )).set_index("row_id")
     assert (rows.loc[0, "measured_tpot_s"], rows.loc[0, "tpot_key"]) == (pytest.approx(0.025), "itl_median_ms")
     assert rows.loc[0, "measured_throughput"] == pytest.approx(250.0)      # 1000 tokens/s ÷ 4 GPUs
@@ -136,6 +137,19 @@ def test_a_closed_loop_of_two_waves_compares_no_ttft():
                                   {"num_prompts": 640, "concurrency": 64, "ttft_median_ms": 900.0})).set_index("row_id")
     assert np.isnan(rows.loc[0, "measured_ttft_s"]) and rows.loc[1, "measured_ttft_s"] == pytest.approx(0.9)
     assert rows["measured_tpot_s"].notna().all()
+
+
+def test_a_closed_loop_compares_a_median_ttft_not_a_mean():
+    """2,560 prompts at 256 in flight: the first 256 arrive at once and wait for one another's prefill, which a
+    mean over the run carries and a median does not; a static batch's mean TTFT is its batch's, compared."""
+    rows = comparable_rows(_frame(
+        {"num_prompts": 2560, "concurrency": 256, "ttft_median_ms": None, "ttft_mean_ms": 3490.0},
+        {"num_prompts": 2560, "concurrency": 256, "ttft_median_ms": 480.0, "ttft_mean_ms": 3490.0},
+        {"load_mode": "static_batch", "batch_size": 8, "concurrency": None, "ttft_mean_ms": 300.0},
+    )).set_index("row_id")
+    assert np.isnan(rows.loc[0, "measured_ttft_s"]) and rows.loc[0, "measured_tpot_s"] == pytest.approx(0.020)
+    assert (rows.loc[1, "measured_ttft_s"], rows.loc[1, "ttft_key"]) == (pytest.approx(0.48), "ttft_median_ms")
+    assert (rows.loc[2, "measured_ttft_s"], rows.loc[2, "ttft_key"]) == (pytest.approx(0.3), "ttft_mean_ms")
 
 
 def test_a_shared_prefix_workload_is_skipped_with_its_reason():
