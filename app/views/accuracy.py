@@ -144,7 +144,8 @@ def _skipped(r: AccuracyReport) -> None:
 
 METHOD = f"""
 **Which rows.** A row of the public corpus is compared when the product can state the same run: neither
-prefill/decode disaggregated nor speculative decoding, a catalog model and GPU, stated parallelism and lengths, a
+prefill/decode disaggregated nor speculative decoding nor attention run data-parallel across the
+tensor-parallel GPUs (layouts the product does not state), a catalog model and GPU, stated parallelism and lengths, a
 weight format the product has, and a load the product models. A closed-loop concurrency or a static batch gives
 TPOT, TTFT and throughput; an arrival rate (open loop) its TPOT, its TTFT if the run kept up with the offered
 rate and its throughput if it did not; an offline throughput ceiling its throughput, at the batch the engine
@@ -154,7 +155,8 @@ The rest are counted below with their reason.
 
 **What is compared.** The roofline with its shipped coefficients (fitted on this corpus, per GPU family and
 engine generation) predicts TPOT (against the measured TPOT median,
-else the ITL median, else the TPOT mean), TTFT (median, else mean) and output tokens/s per GPU (the per-GPU figure,
+else the ITL median, else the TPOT mean), TTFT (median, else mean, but not the mean of a closed loop, which
+carries its opening burst) and output tokens/s per GPU (the per-GPU figure,
 else the total ÷ GPUs). Error = predicted / measured − 1; the bias is its median.
 
 **Leave one source out.** For each source, the coefficients are fitted again on the *other* sources only, and

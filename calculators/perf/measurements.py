@@ -13,7 +13,7 @@ energy units. Metrics computed by the collector rather than printed by the sourc
 divided out of a whole-system one) are listed in ``extra["derived_metrics"]``.
 
 Sources: InferenceX (SemiAnalysis), MLPerf Inference v5.1, dstack, DataCrunch, LMDeploy, LMSYS and vLLM
-blogs, vLLM recipes, TensorRT-LLM docs and blogs, SGLang benchmark tables and cookbook, AMD ROCm blogs,
+blogs, vLLM recipes, TensorRT-LLM docs and blogs, SGLang benchmark tables and cookbook, AMD ROCm blogs and ATOM CI,
 Oracle Cloud and CloudRift, surajssd/llm-k8s, adithyaJRunpod/vllm_bench; each file's ``source`` gives URLs,
 dates and terms. Sources held out as an independent test are refused by URL
 (:data:`HELD_OUT`). See docs/data-policy.md §9.
