@@ -501,18 +501,19 @@ def _load_metrics(pm: Roofline, rows: pd.DataFrame, engine: str) -> dict[str, np
              static)
     if rate.any():
         client = rows["concurrency"].to_numpy(float)[rate]
-        part = _open_loop(pm, rows["request_rate"].to_numpy(float)[rate], i[rate], o[rate], engine, client)
+        prompts = np.nan_to_num(rows["num_prompts"].to_numpy(float)[rate], nan=np.inf)
+        part = _open_loop(pm, rows["request_rate"].to_numpy(float)[rate], i[rate], o[rate], engine, client, prompts)
         _put(out, part, rate)
         b[rate] = part["concurrency"]
     return {**out, "batch": b}
 
 
 def _open_loop(pm: Roofline, rate: np.ndarray, i: np.ndarray, o: np.ndarray, engine: str,
-               client: np.ndarray) -> dict[str, np.ndarray]:
-    """Open-loop metrics at ``rate`` requests/s with at most :func:`ceiling_batch` requests in flight (the
-    smallest over the rows: one engine setting serves them all), or the benchmark client's ``client`` cap
-    (``--max-concurrency``; NaN: none) where that is smaller."""
-    engine_cap = np.min(ceiling_batch(pm, engine, i, o, np.full(len(i), np.inf)))
+               client: np.ndarray, prompts: np.ndarray) -> dict[str, np.ndarray]:
+    """Open-loop metrics at ``rate`` requests/s with at most :func:`ceiling_batch` requests in flight (each row's:
+    the sequences of its lengths the KV pool holds, the engine's largest batch and the ``prompts`` the run sends),
+    or the benchmark client's ``client`` cap (``--max-concurrency``; NaN: none) where that is smaller."""
+    engine_cap = ceiling_batch(pm, engine, i, o, prompts)
     cap = np.floor(np.fmin(engine_cap, client))
     return dict(serving.open_loop_metrics(pm, rate, i, o, max_num_seqs=cap))
 

@@ -227,6 +227,19 @@ def test_an_open_loop_under_a_client_cap_runs_at_most_that_many(monkeypatch):
     assert batch.tolist() == pytest.approx([8.0, 256.0])
 
 
+def test_an_open_loop_runs_at_most_its_own_pool_and_the_prompts_it_sends(monkeypatch):
+    """One server, two overloaded runs: the pool holds 20 sequences of 30,100 tokens and 200 of 3,000 (a stand-in
+    for vLLM's accounting), so the short run is not held to the long one's 20; a run of 50 prompts has at most 50
+    in flight however fast they arrive."""
+    monkeypatch.setattr("calculators.perf.accuracy._kv_limit", lambda *a: 20 if a[-1] > 10_000 else 200)
+    rate = {"load_mode": "request_rate", "request_rate": 200.0, "request_throughput_req_s": 4.0, "concurrency": None}
+    p = predict(comparable_rows(_frame(rate | {"input_len": 30_000, "output_len": 100},
+                                       rate | {"input_len": 1_000, "output_len": 2_000},
+                                       rate | {"input_len": 1_000, "output_len": 2_000, "num_prompts": 50})))
+    batch = p[p["metric"] == "tpot"].set_index("row_id")["predicted_batch"]
+    assert batch.tolist() == pytest.approx([20.0, 200.0, 50.0])
+
+
 def test_a_median_itl_is_compared_with_the_median_step():
     # the same closed loop measured as median TPOT (over requests) and as median ITL (over every gap)
     rows = comparable_rows(_frame({}, {"tpot_median_ms": None, "itl_median_ms": 20.0}))
