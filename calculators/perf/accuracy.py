@@ -362,8 +362,8 @@ def dp_attention(f: pd.DataFrame) -> pd.Series:
     of its own share of the requests, where the product's tensor parallelism splits the attention and, for MLA
     models, keeps the latent cache on every GPU. A data-parallel size beside ``tp`` (``dp`` ≠ ``tp``, or
     ``tp`` = 1) counts replicas instead."""
-    tp, dp = f["tp"].astype(float), f["dp"].astype(float)
-    return pd.Series(((tp > 1) & (dp == tp)).fillna(False).astype(bool), index=f.index)
+    tp = f["tp"].astype(float)
+    return tp.gt(1) & f["dp"].astype(float).eq(tp)
 
 
 def _row_checks(f: pd.DataFrame) -> list[tuple[pd.Series, str, Any]]:
