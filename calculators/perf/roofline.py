@@ -176,7 +176,10 @@ class Coefficients:
     linear_flop_per_token: np.ndarray
     attn_full_flop_per_token_ctx: np.ndarray
     attn_window_flop_per_token_ctx: np.ndarray
+    attn_prefill_full_flop_per_token_ctx: np.ndarray
+    attn_prefill_window_flop_per_token_ctx: np.ndarray
     peak_flop_per_s: float
+    attn_peak_flop_per_s: float
     bandwidth_bytes_per_s: float
     allreduce_bytes_per_token: float
     link_bytes_per_s: float
@@ -264,6 +267,7 @@ class Roofline(StepTimeMixin):
 
 def _coefficients(r: Roofline) -> Coefficients:
     m, g = r.model, r.gpu
+    activation = m.torch_dtype if r.dtype == "auto" else r.dtype
     tp = check_tensor_parallel(m, r.tensor_parallel_size).astype(np.float64)
     pp = int(positive_int("pipeline_parallel_size", r.pipeline_parallel_size, scalar=True))
     q = resolve_quantization(m, r.quantization)
@@ -294,20 +298,32 @@ def _coefficients(r: Roofline) -> Coefficients:
                                                        dtype=r.dtype, layer_type=k).astype(np.float64)
                           for k in ("full_attention", window_kind))
     heads = m.num_attention_heads / tp
-    if m.is_mla:
+    attn_full, attn_window = (4 * heads * m.attention_dims(k)[1] for k in ("full_attention", window_kind))
+    prefill_full, prefill_window = attn_full, attn_window
+    if m.is_mla:  # decode attends in the latent space, prefill decompresses K and V and attends as MHA
         mla = m.mla_dims
         attn_full = attn_window = 2 * heads * (2 * mla.kv_lora_rank + mla.qk_rope_head_dim)
-    else:
-        attn_full, attn_window = (4 * heads * m.attention_dims(k)[1] for k in ("full_attention", window_kind))
+        prefill_full = prefill_window = 2 * heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim)
     return Coefficients(
         dense_weight_bytes=total - experts, expert_weight_bytes=experts, expert_hit_fraction=hit,
         kv_full_bytes_per_token=kv_full * n_full, kv_window_bytes_per_token=kv_window * n_win,
         window_tokens=layer_window(m, windowed[0]) if windowed else np.inf,
         linear_flop_per_token=2 * params * frac + lm_head / pp,
         attn_full_flop_per_token_ctx=attn_full * n_full, attn_window_flop_per_token_ctx=attn_window * n_win,
-        peak_flop_per_s=g.peak_flop_per_s[r.dtype_used], bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s,
+        attn_prefill_full_flop_per_token_ctx=prefill_full * n_full,
+        attn_prefill_window_flop_per_token_ctx=prefill_window * n_win,
+        peak_flop_per_s=g.peak_flop_per_s[r.dtype_used],
+        attn_peak_flop_per_s=g.peak_flop_per_s[compute_dtype(g, "", activation)],
+        bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s,
         allreduce_bytes_per_token=m.hidden_size * s, link_bytes_per_s=g.scale_up_bytes_per_s_per_direction,
         layers_per_stage=layers, tp=tp, pp=pp, mla=m.is_mla, moe_layers_per_stage=len(m.moe_layers) * frac)
+
+
+def _compute_s(c: Coefficients, e: Efficiencies, linear_flop: np.ndarray, attention_flop: np.ndarray) -> np.ndarray:
+    """The matmuls of a pass [s]: the linear layers' at the compute dtype's peak (8- or 4-bit for quantised
+    weights and activations), attention's at the 16-bit activation dtype's (queries, keys and values are not
+    quantised with the weights), both at the compute efficiency (docs/performance-model.md §3.1)."""
+    return (linear_flop / c.peak_flop_per_s + attention_flop / c.attn_peak_flop_per_s) / e.compute
 
 
 def _allreduce_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.ndarray:
@@ -360,9 +376,9 @@ def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayL
     touched = 1 - (1 - c.expert_hit_fraction) ** b
     kv_read = b * (c.kv_full_bytes_per_token * ctx + c.kv_window_bytes_per_token * win)
     mem_bytes = c.dense_weight_bytes + c.expert_weight_bytes * touched + kv_read
-    flop = b * (c.linear_flop_per_token + c.attn_full_flop_per_token_ctx * ctx
-                + c.attn_window_flop_per_token_ctx * win)
-    compute_s = flop / (c.peak_flop_per_s * e.compute)
+    attn_flop = b * (c.attn_full_flop_per_token_ctx * ctx + c.attn_window_flop_per_token_ctx * win)
+    flop = b * c.linear_flop_per_token + attn_flop
+    compute_s = _compute_s(c, e, b * c.linear_flop_per_token, attn_flop)
     memory_s = _weights_s(c, e, b) + _attention_read_s(c, e, kv_read, ctx)
     comm_s = _allreduce_s(c, e, b) + _layers_s(c, e)
     stages = micro_batches + c.pp - 1
@@ -394,9 +410,10 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     win, half_win = np.minimum(ctx, c.window_tokens), np.minimum(half, c.window_tokens)
     written = (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token) * p  # prompt KV written, as in prefill
     kv_read = b * (c.kv_full_bytes_per_token * ctx + c.kv_window_bytes_per_token * win)
-    flop = (b + p) * c.linear_flop_per_token + c.attn_full_flop_per_token_ctx * (b * ctx + p * half) + (
-        c.attn_window_flop_per_token_ctx * (b * win + p * half_win))
-    compute_s = flop / (c.peak_flop_per_s * e.compute)
+    attn_flop = (b * (c.attn_full_flop_per_token_ctx * ctx + c.attn_window_flop_per_token_ctx * win)
+                 + p * (c.attn_prefill_full_flop_per_token_ctx * half
+                        + c.attn_prefill_window_flop_per_token_ctx * half_win))
+    compute_s = _compute_s(c, e, (b + p) * c.linear_flop_per_token, attn_flop)
     memory_s = (_weights_s(c, e, b + p) + written / (c.bandwidth_bytes_per_s * e.memory)
                 + _attention_read_s(c, e, kv_read, ctx))
     stages = micro_batches + c.pp - 1
@@ -419,10 +436,10 @@ def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: 
     w = np.minimum(p, c.window_tokens)
     causal_full = p * (p + 1) / 2
     causal_win = w * (w + 1) / 2 + (p - w) * w
-    flop = (tokens * c.linear_flop_per_token
-            + n * (c.attn_full_flop_per_token_ctx * causal_full + c.attn_window_flop_per_token_ctx * causal_win))
+    attn_flop = n * (c.attn_prefill_full_flop_per_token_ctx * causal_full
+                     + c.attn_prefill_window_flop_per_token_ctx * causal_win)
     written = tokens * (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token)
-    compute_s = flop / (c.peak_flop_per_s * e.compute)
+    compute_s = _compute_s(c, e, tokens * c.linear_flop_per_token, attn_flop)
     memory_s = chunks * _weights_s(c, e, tokens / chunks) + written / (c.bandwidth_bytes_per_s * e.memory)
     per_chunk = (_allreduce_s(c, e, tokens / chunks) + _layers_s(c, e) + _eager_prefill_s(c, e, tokens)
                  + _software_s(c, e, n / chunks))
@@ -430,7 +447,7 @@ def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: 
                             + PP_HANDOFF_LATENCY_S)
     time = c.pp * np.maximum(compute_s, memory_s) + chunks * per_chunk * c.pp + handoff
     return {"compute_s": compute_s * c.pp, "memory_s": memory_s * c.pp, "time_s": time,
-            "memory_bound": memory_s >= compute_s}
+            "flop": tokens * c.linear_flop_per_token + attn_flop, "memory_bound": memory_s >= compute_s}
 
 
 def ridge_point(gpu: GPUSpec, dtype: str = "bf16") -> float:

@@ -130,7 +130,7 @@ def prefill_point(r: Roofline, prompt_tokens: float) -> dict:
     """Prefill of one prompt per GPU: intensity [FLOP/byte] and attained FLOP/s (chunked as vLLM)."""
     c, e = r.coefficients, r.efficiencies
     t = prefill_terms(c, e, np.float64(prompt_tokens), np.float64(1), r.max_num_batched_tokens)
-    flop = _f(t["compute_s"]) / c.pp * c.peak_flop_per_s * e.compute
+    flop = _f(t["flop"])
     byt = _f(t["memory_s"]) / c.pp * c.bandwidth_bytes_per_s * e.memory
     busy = max(_f(t["compute_s"]), _f(t["memory_s"])) / c.pp
     return {"prompt_tokens": prompt_tokens, "flop": flop, "bytes": byt, "intensity_flop_per_byte": flop / byt,
@@ -232,13 +232,13 @@ def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
     kv = _f(c.kv_full_bytes_per_token) * context_tokens + _f(c.kv_window_bytes_per_token) * w
     touched = 1 - (1 - c.expert_hit_fraction) ** bs
     formula = ("step = (m + pp − 1) × (max(compute, memory) + all-reduce) + hand-offs + overhead; "
-               "compute = B × (linear FLOP/token + attention FLOP/token/ctx × C) ÷ (peak × eff_c); "
+               "compute = B × (linear FLOP/token ÷ peak + attention FLOP/token/ctx × C ÷ 16-bit peak) ÷ eff_c; "
                "memory = (dense weights + expert weights × touched + B × KV bytes/seq(C)) ÷ (bandwidth × eff_m)")
     attn = _f(c.attn_full_flop_per_token_ctx * context_tokens + c.attn_window_flop_per_token_ctx * w)
     sub = (f"B = {bs:g}, C = {context_tokens:,.0f}; "
-           f"compute = {bs:g} × ({_f(c.linear_flop_per_token) / 1e9:,.3f} GFLOP + {attn / 1e9:,.3f} GFLOP attention)"
-           f" ÷ ({c.peak_flop_per_s / 1e12:,.1f} TFLOP/s × {e.compute:.2f}) = "
-           f"{_ms(t['compute_s'])}; memory = ({_f(c.dense_weight_bytes) / 1e9:,.2f} GB"
+           f"compute = {bs:g} × ({_f(c.linear_flop_per_token) / 1e9:,.3f} GFLOP ÷ {c.peak_flop_per_s / 1e12:,.1f} "
+           f"TFLOP/s + {attn / 1e9:,.3f} GFLOP attention ÷ {c.attn_peak_flop_per_s / 1e12:,.1f} TFLOP/s)"
+           f" ÷ {e.compute:.2f} = {_ms(t['compute_s'])}; memory = ({_f(c.dense_weight_bytes) / 1e9:,.2f} GB"
            + (f" + {_f(c.expert_weight_bytes) / 1e9:,.2f} GB × {touched:.3f}" if c.expert_hit_fraction else "")
            + f" + {bs:g} × {kv / 1e6:,.2f} MB) ÷ ({c.bandwidth_bytes_per_s / 1e9:,.0f} GB/s × {e.memory:.2f}) = "
            f"{_ms(t['memory_s'])}; all-reduce {_ms(t['allreduce_s'])}"
@@ -254,16 +254,17 @@ def math_crossover(r: Roofline, context_tokens: float, crossover: float | None) 
     """Where decode's compute time reaches its memory time (dense part in closed form)."""
     c, e = r.coefficients, r.efficiencies
     w = min(context_tokens, c.window_tokens)
-    f_seq = _f(c.linear_flop_per_token + c.attn_full_flop_per_token_ctx * context_tokens
-               + c.attn_window_flop_per_token_ctx * w)
+    f_attn = _f(c.attn_full_flop_per_token_ctx * context_tokens + c.attn_window_flop_per_token_ctx * w)
+    f_lin = _f(c.linear_flop_per_token)
     kv_seq = _f(c.kv_full_bytes_per_token * context_tokens + c.kv_window_bytes_per_token * w)
-    a = f_seq / (c.peak_flop_per_s * e.compute)  # compute seconds per sequence
+    a = (f_lin / c.peak_flop_per_s + f_attn / c.attn_peak_flop_per_s) / e.compute
     k = kv_seq / (c.bandwidth_bytes_per_s * e.memory)  # KV seconds per sequence
     wt = _f(c.dense_weight_bytes + c.expert_weight_bytes) / (c.bandwidth_bytes_per_s * e.memory)
-    formula = ("B* × F_seq ÷ (peak × eff_c) = (W + B* × KV_seq) ÷ (bandwidth × eff_m)  ⇒  "
-               "B* = t_W ÷ (t_F − t_KV), no crossover when t_F ≤ t_KV")
-    sub = (f"t_F = {f_seq / 1e9:,.3f} GFLOP ÷ ({c.peak_flop_per_s / 1e12:,.1f} T × {e.compute:.2f}) = "
-           f"{a * 1e6:,.2f} µs; t_KV = {kv_seq / 1e6:,.2f} MB ÷ ({c.bandwidth_bytes_per_s / 1e9:,.0f} G × "
+    formula = ("B* × t_F = (W + B* × KV_seq) ÷ (bandwidth × eff_m), t_F = (linear FLOP ÷ peak + attention FLOP "
+               "÷ 16-bit peak) ÷ eff_c per sequence  ⇒  B* = t_W ÷ (t_F − t_KV), no crossover when t_F ≤ t_KV")
+    sub = (f"t_F = ({f_lin / 1e9:,.3f} GFLOP ÷ {c.peak_flop_per_s / 1e12:,.1f} T + {f_attn / 1e9:,.3f} "
+           f"GFLOP ÷ {c.attn_peak_flop_per_s / 1e12:,.1f} T) ÷ {e.compute:.2f} = {a * 1e6:,.2f} µs; "
+           f"t_KV = {kv_seq / 1e6:,.2f} MB ÷ ({c.bandwidth_bytes_per_s / 1e9:,.0f} G × "
            f"{e.memory:.2f}) = {k * 1e6:,.2f} µs; t_W = {_ms(wt)} at C = {context_tokens:,.0f}; ")
     if crossover is None or not math.isfinite(crossover):
         sub += (f"t_F − t_KV = {(a - k) * 1e6:,.2f} µs ≤ 0: KV-cache reads keep decode memory-bound at every "

@@ -15,7 +15,7 @@ from calculators.errors import InvalidInputError
 from calculators.perf.curves import knee_batch, slo_batch
 from calculators.perf.latency_budget import latency_budget
 from calculators.perf.model import PerformanceModel
-from calculators.perf.roofline import Efficiencies, Roofline, crossover_batch_size, ridge_point
+from calculators.perf.roofline import Efficiencies, Roofline, crossover_batch_size, prefill_terms, ridge_point
 from calculators.perf.serving import serving_metrics
 from calculators.perf.sweep import decode_sweep
 from calculators.report.perf import perf_document
@@ -99,6 +99,26 @@ def test_prefill_quadratic_attention():
                  max_num_batched_tokens=100_000)
     p = 8192
     assert r.prefill_time_s(p) == pytest.approx((p * F_8B + ATTN_8B * p * (p + 1) / 2) / 989.4e12, rel=1e-6)
+
+
+def test_mla_prefill_attends_as_mha_at_the_16_bit_peak():
+    # DeepSeek-R1 (FP8 weights) on H200 at TP 8, 16 heads per GPU, 61 layers. Decode attends in the latent space:
+    # 2 · 16 · (2 · 512 + 64) = 34,816 FLOP per token of context per layer; prefill decompresses K and V and
+    # attends as MHA: 2 · 16 · (128 + 64 + 128) = 10,240. Linear layers at the FP8 peak (1,978.9 TFLOP/s),
+    # attention at bf16's (989.4 TFLOP/s).
+    r = Roofline(get_model("deepseek-ai/DeepSeek-R1"), get_gpu("H200"), tensor_parallel_size=8,
+                 efficiencies=IDEAL, max_num_batched_tokens=100_000)
+    c = r.coefficients
+    assert c.attn_full_flop_per_token_ctx == pytest.approx(61 * 34_816)
+    assert c.attn_prefill_full_flop_per_token_ctx == pytest.approx(61 * 10_240)
+    p = 8192  # compute-bound: the matmuls' time, before the all-reduces
+    linear_s = p * float(c.linear_flop_per_token) / 1978.9e12
+    t = prefill_terms(c, r.efficiencies, np.float64(p), np.float64(1), r.max_num_batched_tokens)
+    assert t["compute_s"] == pytest.approx(linear_s + 61 * 10_240 * p * (p + 1) / 2 / 989.4e12, rel=1e-9)
+    # A decode step of 4,096 sequences at 1,000 tokens is compute-bound: linear FLOP at FP8, latent attention at bf16.
+    t = r.decode_breakdown(4096, 1000)
+    assert t["compute_s"] == pytest.approx(4096 * (float(c.linear_flop_per_token) / 1978.9e12
+                                                   + 61 * 34_816 * 1000 / 989.4e12), rel=1e-9)
 
 
 def test_serving_metrics_relations():
