@@ -122,7 +122,8 @@ def _workload_inputs(input_keys: list[str]) -> None:
     else:
         c1.number_input("Request rate [req/s]", min_value=0.001, step=1.0, format="%.3f", key="sim_rate")
         if arrival == "Bursty (gamma)":
-            c1.number_input("Inter-arrival CV (1 = Poisson)", min_value=0.05, step=0.5, key="sim_cv")
+            c1.number_input("Inter-arrival CV (1 = Poisson)", min_value=0.05, max_value=Gamma.CV_RANGE[1], step=0.5,
+                            key="sim_cv")
     kind = c2.selectbox("Request lengths", LENGTHS, key="sim_lengths")
     if kind != "Trace (CSV)":
         c2.number_input("Input tokens (mean)", min_value=1, step=100, key="sim_in")

@@ -203,13 +203,21 @@ class Poisson:
 
 @dataclass(frozen=True)
 class Gamma:
-    """Bursty arrivals: gamma inter-arrival times of mean ``1/rate`` and coefficient of variation ``cv``."""
+    """Bursty arrivals: gamma inter-arrival times of mean ``1/rate`` and coefficient of variation ``cv``
+    (``CV_RANGE``: below it the arrivals are evenly spaced, use :class:`Constant`; beyond it the gamma shape
+    ``1/cv²`` underflows)."""
 
     rate_per_s: float
     cv: float
 
+    CV_RANGE = (0.01, 100.0)
+
     def times(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        k = 1 / positive("cv", self.cv) ** 2
+        lo, hi = self.CV_RANGE
+        if not lo <= positive("arrival_cv", self.cv) <= hi:
+            raise InvalidInputError("arrival_cv", self.cv, f"a coefficient of variation from {lo:g} to {hi:g} "
+                                    "(1 = Poisson; for evenly spaced arrivals use constant arrivals)")
+        k = 1 / self.cv ** 2
         return np.cumsum(rng.gamma(k, 1 / (positive("rate_per_s", self.rate_per_s) * k), n))
 
 

@@ -261,6 +261,10 @@ def test_invalid_configuration_names_the_field():
         ContinuousBatching(prefix_cache_hit_rate=1.0)
     with pytest.raises(InvalidInputError, match="num_requests"):
         make_workload(ClosedLoop(4), 10, 10)
+    for cv in (1e-300, 0.005, 1e300):  # the gamma shape 1/cv² overflows or underflows: refused, not a ZeroDivisionError
+        with pytest.raises(InvalidInputError, match="arrival_cv"):
+            make_workload(Gamma(2.0, cv), 500, 50, duration_s=5)
+    assert make_workload(Gamma(2.0, 0.01), 500, 50, duration_s=5).num_requests > 0
 
 
 def test_cli(capsys, tmp_path):
