@@ -1,6 +1,7 @@
 """A non-editable install works from any folder: the wheel carries the catalog, the CLI and the app."""
 from __future__ import annotations
 
+import fcntl
 import json
 import site
 import subprocess
@@ -17,8 +18,11 @@ ROOT = Path(__file__).resolve().parent.parent
 def installed(tmp_path_factory) -> Path:
     """A fresh virtual environment with the wheel built from this tree (its dependencies come from ours)."""
     tmp = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                    str(tmp / "dist"), str(ROOT)], check=True, capture_output=True, timeout=300)
+    # setuptools builds in the tree's own build/ folder: two xdist workers building at once collide there
+    with open(tmp_path_factory.getbasetemp().parent / "wheel-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                        str(tmp / "dist"), str(ROOT)], check=True, capture_output=True, timeout=300)
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py = venv / "bin" / "python"
