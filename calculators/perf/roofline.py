@@ -163,6 +163,13 @@ def model_compute_dtype(model: ModelSpec, gpu: GPUSpec, quantization: str | None
     return compute_dtype(gpu, resolve_quantization(model, quantization), activation)
 
 
+def attention_dtype(model: ModelSpec, gpu: GPUSpec, dtype: str = "auto") -> str:
+    """The tensor-core dtype of attention's matmuls (QKᵀ, PV): the 16-bit activation dtype, bf16 or fp16 for a
+    float16 model (``dtype`` ``"auto"``: the checkpoint's), whatever the weights' format
+    (docs/performance-model.md §3.6)."""
+    return compute_dtype(gpu, "none", model.torch_dtype if dtype == "auto" else dtype)
+
+
 @dataclass(frozen=True)
 class Coefficients:
     """Per-GPU, per-stage terms of the step-time formula (arrays over ``tensor_parallel_size``)."""
@@ -267,7 +274,6 @@ class Roofline(StepTimeMixin):
 
 def _coefficients(r: Roofline) -> Coefficients:
     m, g = r.model, r.gpu
-    activation = m.torch_dtype if r.dtype == "auto" else r.dtype
     tp = check_tensor_parallel(m, r.tensor_parallel_size).astype(np.float64)
     pp = int(positive_int("pipeline_parallel_size", r.pipeline_parallel_size, scalar=True))
     q = resolve_quantization(m, r.quantization)
@@ -313,7 +319,7 @@ def _coefficients(r: Roofline) -> Coefficients:
         attn_prefill_full_flop_per_token_ctx=prefill_full * n_full,
         attn_prefill_window_flop_per_token_ctx=prefill_window * n_win,
         peak_flop_per_s=g.peak_flop_per_s[r.dtype_used],
-        attn_peak_flop_per_s=g.peak_flop_per_s[compute_dtype(g, "", activation)],
+        attn_peak_flop_per_s=g.peak_flop_per_s[attention_dtype(m, g, r.dtype)],
         bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s,
         allreduce_bytes_per_token=m.hidden_size * s, link_bytes_per_s=g.scale_up_bytes_per_s_per_direction,
         layers_per_stage=layers, tp=tp, pp=pp, mla=m.is_mla, moe_layers_per_stage=len(m.moe_layers) * frac)
