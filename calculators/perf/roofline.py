@@ -362,15 +362,28 @@ def _weights_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.ndarr
     ``1 + penalty / (1 + T·k/E)`` at few tokens per expert (grouped GEMMs of a few rows,
     docs/performance-model.md §4)."""
     touched = 1 - (1 - c.expert_hit_fraction) ** tokens
-    slow = (1 + e.moe_small_batch_penalty / (1 + tokens * c.expert_hit_fraction)) / e.moe_expert_efficiency
+    slow = expert_read_slowdown(c, e, tokens)
     return (c.dense_weight_bytes + c.expert_weight_bytes * touched * slow) / (c.bandwidth_bytes_per_s * e.memory)
 
 
+def expert_read_slowdown(c: Coefficients, e: Efficiencies, tokens: ArrayLike) -> np.ndarray:
+    """How many times longer expert weights take to read than dense ones in a step of ``tokens`` tokens [×]:
+    ``(1 + penalty / (1 + T·k/E)) / moe_expert_efficiency`` (docs/performance-model.md §4)."""
+    t = np.asarray(tokens, dtype=np.float64)
+    return (1 + e.moe_small_batch_penalty / (1 + t * c.expert_hit_fraction)) / e.moe_expert_efficiency
+
+
+def attention_read_efficiency(c: Coefficients, e: Efficiencies, ctx: ArrayLike) -> np.ndarray:
+    """Share of HBM bandwidth decode attention reads the KV cache at, at ``ctx`` tokens of context:
+    ``memory / (1 + ctx / attention_halving_context_tokens)``, times ``mla_attention`` for MLA (§4)."""
+    ctx = np.asarray(ctx, dtype=np.float64)
+    return e.memory * np.where(c.mla, e.mla_attention, 1.0) / (1 + ctx / e.attention_halving_context_tokens)
+
+
 def _attention_read_s(c: Coefficients, e: Efficiencies, kv_bytes: np.ndarray, ctx: np.ndarray) -> np.ndarray:
-    """Decode attention reading ``kv_bytes`` of KV cache at ``ctx`` tokens of context [s]: bandwidth efficiency
-    ``memory / (1 + ctx / attention_halving_context_tokens)``, times ``mla_attention`` for MLA."""
-    eff = e.memory * np.where(c.mla, e.mla_attention, 1.0) / (1 + ctx / e.attention_halving_context_tokens)
-    return kv_bytes / (c.bandwidth_bytes_per_s * eff)
+    """Decode attention reading ``kv_bytes`` of KV cache at ``ctx`` tokens of context [s]
+    (:func:`attention_read_efficiency`)."""
+    return kv_bytes / (c.bandwidth_bytes_per_s * attention_read_efficiency(c, e, ctx))
 
 
 def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLike,

@@ -15,7 +15,15 @@ import numpy as np
 
 from calculators.perf.curves import KNEE_THRESHOLD
 from calculators.perf.latency_budget import latency_budget
-from calculators.perf.roofline import PP_HANDOFF_LATENCY_S, Roofline, decode_terms, prefill_terms
+from calculators.perf.roofline import (
+    PP_HANDOFF_LATENCY_S,
+    Roofline,
+    attention_dtype,
+    attention_read_efficiency,
+    decode_terms,
+    expert_read_slowdown,
+    prefill_terms,
+)
 from calculators.perf.serving import serving_metrics, slot_view
 from calculators.planning.fleet import UTILISATION_CAP
 from calculators.planning.queueing import batched_server_wait
@@ -215,7 +223,10 @@ def budget_rows(budget: dict, *, output_len: float, target_s: float, ttft_target
 
 def _pm_sources(r: Roofline) -> list[str]:
     e, g = r.efficiencies, r.gpu
-    return [f"peak {g.peak_flop_per_s[r.dtype_used] / 1e12:,.1f} TFLOP/s ({r.dtype_used}, dense) and HBM "
+    attn = attention_dtype(r.model, g, r.dtype)
+    return [f"peak {g.peak_flop_per_s[r.dtype_used] / 1e12:,.1f} TFLOP/s ({r.dtype_used}, dense"
+            + (f"; attention {g.peak_flop_per_s[attn] / 1e12:,.1f} TFLOP/s, {attn}" if attn != r.dtype_used else "")
+            + ") and HBM "
             f"{g.memory_bandwidth_bytes_per_s / 1e9:,.0f} GB/s: {g.id} datasheet ({g.source or 'custom GPU'})",
             f"efficiencies: compute {e.compute:.2f}, memory {e.memory:.2f}, step overhead "
             f"{e.step_overhead_s * 1e3:.2f} ms (docs/performance-model.md §4, or the calibration in force)",
@@ -231,16 +242,20 @@ def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
     w = min(context_tokens, c.window_tokens)
     kv = _f(c.kv_full_bytes_per_token) * context_tokens + _f(c.kv_window_bytes_per_token) * w
     touched = 1 - (1 - c.expert_hit_fraction) ** bs
+    slow, attn_eff = _f(expert_read_slowdown(c, e, bs)), _f(attention_read_efficiency(c, e, context_tokens))
     formula = ("step = (m + pp − 1) × (max(compute, memory) + all-reduce) + hand-offs + overhead; "
                "compute = B × (linear FLOP/token ÷ peak + attention FLOP/token/ctx × C ÷ 16-bit peak) ÷ eff_c; "
-               "memory = (dense weights + expert weights × touched + B × KV bytes/seq(C)) ÷ (bandwidth × eff_m)")
+               "memory = (dense weights + expert weights × touched × expert slowdown) ÷ (bandwidth × eff_m) "
+               "+ B × KV bytes/seq(C) ÷ (bandwidth × attention efficiency(C))")
     attn = _f(c.attn_full_flop_per_token_ctx * context_tokens + c.attn_window_flop_per_token_ctx * w)
     sub = (f"B = {bs:g}, C = {context_tokens:,.0f}; "
            f"compute = {bs:g} × ({_f(c.linear_flop_per_token) / 1e9:,.3f} GFLOP ÷ {c.peak_flop_per_s / 1e12:,.1f} "
            f"TFLOP/s + {attn / 1e9:,.3f} GFLOP attention ÷ {c.attn_peak_flop_per_s / 1e12:,.1f} TFLOP/s)"
            f" ÷ {e.compute:.2f} = {_ms(t['compute_s'])}; memory = ({_f(c.dense_weight_bytes) / 1e9:,.2f} GB"
-           + (f" + {_f(c.expert_weight_bytes) / 1e9:,.2f} GB × {touched:.3f}" if c.expert_hit_fraction else "")
-           + f" + {bs:g} × {kv / 1e6:,.2f} MB) ÷ ({c.bandwidth_bytes_per_s / 1e9:,.0f} GB/s × {e.memory:.2f}) = "
+           + (f" + {_f(c.expert_weight_bytes) / 1e9:,.2f} GB × {touched:.3f} touched × {slow:.2f} slower"
+              if c.expert_hit_fraction else "")
+           + f") ÷ ({c.bandwidth_bytes_per_s / 1e9:,.0f} GB/s × {e.memory:.2f}) + {bs:g} × {kv / 1e6:,.2f} MB KV ÷ "
+           f"({c.bandwidth_bytes_per_s / 1e9:,.0f} GB/s × {attn_eff:.2f}) = "
            f"{_ms(t['memory_s'])}; all-reduce {_ms(t['allreduce_s'])}"
            + (f"; {c.pp - 1} hand-offs × {PP_HANDOFF_LATENCY_S * 1e6:.0f} µs + bubble "
               f"{t['bubble_fraction']:.0%}" if c.pp > 1 else "")

@@ -21,3 +21,22 @@ def test_throughput_is_littles_law_over_the_requests_in_flight():
 def test_no_wait_is_mentioned_when_every_request_runs():
     sub = math_throughput(_doc(queue_wait_s=0.0))["substituted"]
     assert "waiting" not in sub and "60.00 ms outside the engine's steps" in sub
+
+
+def test_the_decode_steps_memory_arithmetic_adds_up_to_its_result():
+    # A reader redoing the printed sums gets the printed memory time: the expert slowdown and the MLA attention's
+    # bandwidth share are shown, not folded in silently (DeepSeek-R1 FP8, 8 × H200, 32 sequences at 4,096 tokens).
+    import re
+
+    from calculators.perf.roofline import Roofline
+    from calculators.report.explain_perf import math_step_time
+    from calculators.specs.catalog import get_gpu, get_model
+
+    r = Roofline(get_model("deepseek-ai/DeepSeek-R1"), get_gpu("H200"), tensor_parallel_size=8)
+    sub = math_step_time(r, 32, 4096)["substituted"]
+    m = re.search(r"memory = \(([\d.,]+) GB \+ ([\d.,]+) GB × ([\d.]+) touched × ([\d.]+) slower\) ÷ \(([\d,]+) GB/s × "
+                  r"([\d.]+)\) \+ 32 × ([\d.,]+) MB KV ÷ \(([\d,]+) GB/s × ([\d.]+)\) = ([\d.,]+) ms", sub)
+    assert m, sub
+    dense, experts, touched, slow, bw, eff_m, kv, bw2, eff_kv, shown = (float(g.replace(",", "")) for g in m.groups())
+    redone = (dense + experts * touched * slow) / (bw * eff_m) * 1e3 + 32 * kv / (bw2 * eff_kv)
+    assert abs(redone - shown) / shown < 0.01
