@@ -273,14 +273,16 @@ def math_crossover(r: Roofline, context_tokens: float, crossover: float | None) 
     f_lin = _f(c.linear_flop_per_token)
     kv_seq = _f(c.kv_full_bytes_per_token * context_tokens + c.kv_window_bytes_per_token * w)
     a = (f_lin / c.peak_flop_per_s + f_attn / c.attn_peak_flop_per_s) / e.compute
-    k = kv_seq / (c.bandwidth_bytes_per_s * e.memory)  # KV seconds per sequence
+    attn_eff = _f(attention_read_efficiency(c, e, context_tokens))
+    k = kv_seq / (c.bandwidth_bytes_per_s * attn_eff)  # KV seconds per sequence
     wt = _f(c.dense_weight_bytes + c.expert_weight_bytes) / (c.bandwidth_bytes_per_s * e.memory)
-    formula = ("B* × t_F = (W + B* × KV_seq) ÷ (bandwidth × eff_m), t_F = (linear FLOP ÷ peak + attention FLOP "
-               "÷ 16-bit peak) ÷ eff_c per sequence  ⇒  B* = t_W ÷ (t_F − t_KV), no crossover when t_F ≤ t_KV")
+    formula = ("B* × t_F = t_W + B* × t_KV, t_F = (linear FLOP ÷ peak + attention FLOP ÷ 16-bit peak) ÷ eff_c, "
+               "t_W = W ÷ (bandwidth × eff_m), t_KV = KV_seq ÷ (bandwidth × attention efficiency(C)) per sequence  ⇒  "
+               "B* = t_W ÷ (t_F − t_KV), no crossover when t_F ≤ t_KV")
     sub = (f"t_F = ({f_lin / 1e9:,.3f} GFLOP ÷ {c.peak_flop_per_s / 1e12:,.1f} T + {f_attn / 1e9:,.3f} "
            f"GFLOP ÷ {c.attn_peak_flop_per_s / 1e12:,.1f} T) ÷ {e.compute:.2f} = {a * 1e6:,.2f} µs; "
            f"t_KV = {kv_seq / 1e6:,.2f} MB ÷ ({c.bandwidth_bytes_per_s / 1e9:,.0f} G × "
-           f"{e.memory:.2f}) = {k * 1e6:,.2f} µs; t_W = {_ms(wt)} at C = {context_tokens:,.0f}; ")
+           f"{attn_eff:.2f}) = {k * 1e6:,.2f} µs; t_W = {_ms(wt)} at C = {context_tokens:,.0f}; ")
     if crossover is None or not math.isfinite(crossover):
         sub += (f"t_F − t_KV = {(a - k) * 1e6:,.2f} µs ≤ 0: KV-cache reads keep decode memory-bound at every "
                 "batch size at this context")
