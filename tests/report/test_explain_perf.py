@@ -1,7 +1,12 @@
-"""'Show the math' of the performance pages formats a perf document's own figures (no recomputation)."""
+"""'Show the math' of the performance pages formats a perf document's own figures (no recomputation), and its
+printed arithmetic reproduces the result it prints."""
 from __future__ import annotations
 
-from calculators.report.explain_perf import math_throughput
+import re
+
+from calculators.perf.roofline import Roofline
+from calculators.report.explain_perf import math_step_time, math_throughput
+from calculators.specs.catalog import get_gpu, get_model
 
 
 def _doc(**over):
@@ -26,12 +31,6 @@ def test_no_wait_is_mentioned_when_every_request_runs():
 def test_the_decode_steps_memory_arithmetic_adds_up_to_its_result():
     # A reader redoing the printed sums gets the printed memory time: the expert slowdown and the MLA attention's
     # bandwidth share are shown, not folded in silently (DeepSeek-R1 FP8, 8 × H200, 32 sequences at 4,096 tokens).
-    import re
-
-    from calculators.perf.roofline import Roofline
-    from calculators.report.explain_perf import math_step_time
-    from calculators.specs.catalog import get_gpu, get_model
-
     r = Roofline(get_model("deepseek-ai/DeepSeek-R1"), get_gpu("H200"), tensor_parallel_size=8)
     sub = math_step_time(r, 32, 4096)["substituted"]
     m = re.search(r"memory = \(([\d.,]+) GB \+ ([\d.,]+) GB × ([\d.]+) touched × ([\d.]+) slower\) ÷ \(([\d,]+) GB/s × "
