@@ -13,7 +13,9 @@ For requests of ``I`` input and ``O`` output tokens (docs/performance-model.md �
   median inter-token latency (``itl_median_s``) is the median of those steps, the bare decode step when most
   steps carry no prompt.
   TTFT = the rest of the step in flight when the other ``N − 1`` keep the replica busy (TPOT/2), then
-  the arriving prompt's chunks, each a step fused with the others' decodes; at least one TPOT, as the replica
+  the arriving prompt's chunks, each a step fused with the others' decodes (full chunks of the budget left
+  by the others, the last one the remainder: an 8,192-token prompt beside 3 decodes in a budget of 8,192 is
+  a step of 8,189 prompt tokens and one of 3); at least one TPOT, as the replica
   completes its ``N`` requests once per cycle of ``O`` steps (Little's law; it binds where ``O`` is short and
   prompts wait for prefill-only steps).
 - **beyond the running cap** (closed loop, ``max_running`` = ``M < N``): the others wait for a slot, about
@@ -133,9 +135,10 @@ def _steady(pm: PerformanceModel, n: np.ndarray, i: np.ndarray, o: np.ndarray, *
     others = n if open_loop else np.maximum(n - 1, 0.0)
     busy = -np.expm1(-n) if open_loop else np.clip(n - 1, 0.0, 1.0)
     room = np.maximum(_budget(pm) - others, 1.0)
-    chunk = np.minimum(i, room)
-    ttft = (busy * tpot / 2 + np.ceil(i / room) * pm.mixed_step_time_s(others, i + o / 2, chunk, i)
-            + pm.request_overhead_s)
+    chunks = np.ceil(i / room)  # full chunks of `room` tokens, the last one carries the remainder
+    prompt_s = ((chunks - 1) * pm.mixed_step_time_s(others, i + o / 2, np.minimum(i, room), i)
+                + pm.mixed_step_time_s(others, i + o / 2, i - (chunks - 1) * room, i))
+    ttft = busy * tpot / 2 + prompt_s + pm.request_overhead_s
     # Little's law: the replica completes its n requests once per cycle of O steps (O · TPOT, prefill-only
     # steps included), so a request spends that cycle in the engine; what its O − 1 decode steps leave is its
     # TTFT. It binds where prompts outweigh outputs (O = 1: the whole cycle is the wait for prefill).

@@ -65,6 +65,18 @@ def test_closed_loop_runs_what_the_budget_cannot_mix_as_prefill_steps():
     assert float(closed_loop_tpot_s(Budgeted(0.010, 1e-4), 8, 1000, 50)) == pytest.approx(0.0132 + 0.0128)
 
 
+def test_the_arriving_prompts_last_chunk_carries_only_the_remainder():
+    """2 in flight, 80-token prompts, 1,000 output tokens, a budget of 40 tokens: beside the other's decode 39
+    prompt tokens fit a step, so the prompt runs as chunks of 39, 39 and 2 tokens: 13.9 + 13.9 + 10.2 = 38.0 ms,
+    not three full chunks (41.7 ms). Prompts are rare (λ = 0.002 a step), so TPOT is 10 ms and a bit: a step
+    with a prompt is full (38 tokens beside 2 decodes, 13.8 ms, P = 1 − e^−0.002), and the 0.084 tokens a step
+    that do not fit run as prefill (1.051 prompts of 80 tokens a cycle, 8.41 ms ÷ 1,000 steps): 10.016 ms.
+    TTFT: half a step in flight, then the three chunks."""
+    m = serving_metrics(Budgeted(0.010, 1e-4), 2, 80, 1000)
+    assert float(m["tpot_s"]) == pytest.approx(0.010016, rel=1e-4)
+    assert float(m["ttft_s"]) == pytest.approx(float(m["tpot_s"]) / 2 + 0.0380)
+
+
 def test_closed_loop_at_any_load_is_each_element_on_its_own_and_quick():
     """A step costs 10 ms + 0.1 ms per prompt token, with 40 − 1 = 39 budget tokens free beside one decode. At 1
     request in flight a 1,000-token prompt arrives every 50 steps (λ = 0.02): a step that gets one is full (13.9 ms)
