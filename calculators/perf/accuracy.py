@@ -68,7 +68,7 @@ from calculators.perf import serving
 from calculators.perf.bands import TAIL_LEVELS, band_edges, fit_band, held_out_coverage, share_inside
 from calculators.perf.coefficients import DEFAULT_ENGINE, Profile, engine_generation, load_fit
 from calculators.perf.measurements import GPUS, measurements_frame
-from calculators.perf.roofline import Efficiencies, Roofline, model_compute_dtype
+from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS, Efficiencies, Roofline, model_compute_dtype
 from calculators.specs.catalog import get_gpu, get_model, load_models
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.capacity import vllm_capacity
@@ -107,12 +107,13 @@ BURST_PROMPTS_PER_SLOT = 2
 burst (all ``concurrency`` prompts at once): its TTFT is not compared."""
 FLAGS = ("disaggregated", "lockstep", "shared_prefix")
 """The true-or-false marks of a row (``extra.<flag>``); absent means false."""
-CONFIG = ["model_id", "catalog_gpu", "tp", "pp", "quantization", "kv_dtype", "engine_generation"]
-"""The columns that pick one roofline."""
+CONFIG = ["model_id", "catalog_gpu", "tp", "pp", "quantization", "kv_dtype", "engine_generation",
+          "max_num_batched_tokens", "scheduler_recv_interval"]
+"""The columns that pick one roofline: the model on its GPUs, and the engine with the settings the run gave it."""
 ROW_COLUMNS = ["row_id", "source_id", "source_row", "engine", "engine_generation", "gpu", "gpu_family",
                "catalog_gpu", "model", "model_id", "precision", "quantization", "kv_dtype", "tp", "pp", "ep", "dp",
                "gpu_count", "replicas", "load_mode", "load", "concurrency", "request_rate", "batch_size", "num_prompts",
-               "batch", "input_len", "output_len"]
+               "batch", "input_len", "output_len", "max_num_batched_tokens", "scheduler_recv_interval"]
 MEASURED_COLUMNS = ["measured_tpot_s", "tpot_key", "measured_ttft_s", "ttft_key", "measured_throughput",
                     "throughput_key"]
 _QUANT_TOKENS = frozenset({"fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8",
@@ -190,12 +191,14 @@ def kv_dtype_for(kv_cache_dtype: object) -> str:
 
 
 def _roofline(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
-              efficiencies: Efficiencies, engine: str = DEFAULT_ENGINE, profile: Profile | None = None) -> Roofline:
+              efficiencies: Efficiencies, engine: str = DEFAULT_ENGINE, profile: Profile | None = None,
+              settings: tuple[int, int] = (DEFAULT_MAX_NUM_BATCHED_TOKENS, 1)) -> Roofline:
     """One roofline per configuration: the given efficiencies, or (default ones) the fitted set of ``profile``
-    (default: the shipped fit) for the GPU's family and the engine."""
+    (default: the shipped fit) for the GPU's family and the engine; ``settings`` are the engine's
+    ``(max_num_batched_tokens, scheduler_recv_interval)``."""
     return Roofline(get_model(model_id), get_gpu(gpu_id), tensor_parallel_size=tp, pipeline_parallel_size=pp,
                     quantization=quantization, kv_cache_dtype=kv_dtype, efficiencies=efficiencies, engine=engine,
-                    profile=profile)
+                    profile=profile, max_num_batched_tokens=settings[0], scheduler_recv_interval=settings[1])
 
 
 def _configure(model_id: str, gpu_id: str, tp: int, pp: int, precision: str, kv: object,
@@ -326,6 +329,8 @@ def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
                 "num_prompts"):
         if col not in f.columns:
             f[col] = None
+    for col, default in (("max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS), ("scheduler_recv_interval", 1)):
+        f[col] = _column(f, col).fillna(default).astype(int)
     f["model_id"] = f["model"].map({m: resolve_model(m) for m in f["model"].unique()})
     version = f["engine_version"] if "engine_version" in f.columns else pd.Series(None, index=f.index)
     f["engine_generation"] = [engine_generation(str(e), v) for e, v in zip(f["engine"], version, strict=True)]
@@ -525,7 +530,8 @@ def _predict_config(rows: pd.DataFrame, efficiencies: Efficiencies, profile: Pro
     quant = None if pd.isna(first["quantization"]) else str(first["quantization"])
     engine = str(first["engine_generation"])
     pm = _roofline(str(first["model_id"]), str(first["catalog_gpu"]), int(first["tp"]), int(first["pp"]), quant,
-                   str(first["kv_dtype"]), efficiencies, engine, profile)
+                   str(first["kv_dtype"]), efficiencies, engine, profile,
+                   (int(first["max_num_batched_tokens"]), int(first["scheduler_recv_interval"])))
     sm = _load_metrics(pm, rows, engine)
     return pd.DataFrame({"predicted_tpot_s": sm["tpot_s"], "predicted_itl_s": sm["itl_median_s"],
                          "predicted_ttft_s": sm["ttft_s"],

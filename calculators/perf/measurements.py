@@ -260,6 +260,12 @@ class Measurement(BaseModel):
     request_rate: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     batch_size: int | None = Field(default=None, ge=1)
     num_prompts: int | None = Field(default=None, ge=1)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    """Tokens one engine step may carry, where the run set it (vLLM's ``--max-num-batched-tokens``, SGLang's
+    ``--chunked-prefill-size``); None: the engine's default."""
+    scheduler_recv_interval: int | None = Field(default=None, ge=1)
+    """Decode steps between the scheduler's polls for new requests (SGLang's ``--scheduler-recv-interval``);
+    None: every step."""
     metrics: dict[str, float]
     notes: str = ""
     extra: dict[str, Any] = Field(default_factory=dict)

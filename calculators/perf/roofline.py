@@ -205,6 +205,11 @@ class Roofline(StepTimeMixin):
     serving engine's generation (``"vllm-v1"``, ``"vllm-v0"``, ``"sglang"``, ``"trtllm"``…): with the default
     efficiencies the roofline uses the fitted set for its GPU's family and for that engine
     (:meth:`Efficiencies.fitted`; ``profile`` replaces the shipped fit), any other set is used as given.
+
+    Two engine settings shape the serving metrics (:mod:`calculators.perf.serving`): ``max_num_batched_tokens``,
+    the tokens one step may carry (vLLM's flag; SGLang's ``--chunked-prefill-size``), and
+    ``scheduler_recv_interval``, the decode steps between the scheduler's polls for new requests (SGLang's
+    ``--scheduler-recv-interval``, default 1: vLLM and SGLang's default look every step).
     """
 
     model: ModelSpec
@@ -217,11 +222,14 @@ class Roofline(StepTimeMixin):
     efficiencies: Efficiencies = field(default_factory=Efficiencies)
     micro_batches: int | None = None
     max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS
+    scheduler_recv_interval: int = 1
     engine: str = DEFAULT_ENGINE
     profile: Profile | None = field(default=None, repr=False, compare=False)
     coefficients: Coefficients = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        positive_int("max_num_batched_tokens", self.max_num_batched_tokens, scalar=True)
+        positive_int("scheduler_recv_interval", self.scheduler_recv_interval, scalar=True)
         if self.efficiencies.is_default():
             object.__setattr__(self, "efficiencies",
                                Efficiencies.fitted(self.gpu, self.engine, self.profile, self.dtype_used))

@@ -12,7 +12,9 @@ For requests of ``I`` input and ``O`` output tokens (docs/performance-model.md �
   ``max_num_batched_tokens − N``; what does not fit runs as prefill-only steps. TPOT = that cycle ÷ O; the
   median inter-token latency (``itl_median_s``) is the median of those steps, the bare decode step when most
   steps carry no prompt.
-  TTFT = the rest of the step in flight when the other ``N − 1`` keep the replica busy (TPOT/2), then
+  TTFT = the wait for the scheduler to take the request in when the other ``N − 1`` keep the replica busy:
+  the rest of the step in flight (TPOT/2), or half of the ``k`` steps between its polls for new requests
+  (``k``·TPOT/2; SGLang's ``--scheduler-recv-interval`` ``k``, 1 by default), then
   the arriving prompt's chunks, each a step fused with the others' decodes (full chunks of the budget left
   by the others, the last one the remainder: an 8,192-token prompt beside 3 decodes in a budget of 8,192 is
   a step of 8,189 prompt tokens and one of 3); at least one TPOT, as the replica
@@ -48,6 +50,12 @@ OPEN_LOOP_BISECTION_STEPS = 32
 def _budget(pm: PerformanceModel) -> float:
     """The model's token budget per step when it has one (a roofline sized by vLLM's settings), else vLLM's."""
     return float(getattr(pm, "max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS))
+
+
+def _recv_interval(pm: PerformanceModel) -> float:
+    """Steps between the scheduler's polls for new requests (SGLang's ``--scheduler-recv-interval``), 1 where the
+    model has none: an arrival at a busy replica waits half of them on average."""
+    return float(getattr(pm, "scheduler_recv_interval", 1))
 
 
 def _lengths(input_len: ArrayLike, output_len: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -138,7 +146,7 @@ def _steady(pm: PerformanceModel, n: np.ndarray, i: np.ndarray, o: np.ndarray, *
     chunks = np.ceil(i / room)  # full chunks of `room` tokens, the last one carries the remainder
     prompt_s = ((chunks - 1) * pm.mixed_step_time_s(others, i + o / 2, np.minimum(i, room), i)
                 + pm.mixed_step_time_s(others, i + o / 2, i - (chunks - 1) * room, i))
-    ttft = busy * tpot / 2 + prompt_s + pm.request_overhead_s
+    ttft = busy * _recv_interval(pm) * tpot / 2 + prompt_s + pm.request_overhead_s
     # Little's law: the replica completes its n requests once per cycle of O steps (O · TPOT, prefill-only
     # steps included), so a request spends that cycle in the engine; what its O − 1 decode steps leave is its
     # TTFT. It binds where prompts outweigh outputs (O = 1: the whole cycle is the wait for prefill).

@@ -205,6 +205,19 @@ def test_predict_compares_like_with_like():
     assert row["log_ratio"] == pytest.approx(math.log(0.020 / row["predicted"]))
 
 
+def test_a_row_is_predicted_with_the_engine_settings_it_ran_with():
+    """A row that states its engine's token budget and recv interval is predicted by a roofline with those
+    settings; a row that states neither, by the defaults (8,192 tokens, every step)."""
+    frame = _frame({"ttft_median_ms": 80.0}, {"ttft_median_ms": 80.0, "max_num_batched_tokens": 2048,
+                                              "scheduler_recv_interval": 30})
+    pred = predict(comparable_rows(frame)).set_index(["row_id", "metric"])
+    for row, settings in ((0, {}), (1, {"max_num_batched_tokens": 2048, "scheduler_recv_interval": 30})):
+        r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), engine="vllm-v1", **settings)
+        expected = serving_metrics(r, 16, 1000, 200)
+        assert pred.loc[(row, "ttft"), "predicted"] == pytest.approx(float(expected["ttft_s"]))
+        assert pred.loc[(row, "tpot"), "predicted"] == pytest.approx(float(expected["tpot_s"]))
+
+
 def test_open_loop_rows_compare_what_the_load_can_state():
     # offered 4 req/s; served 3.7 (< 0.95 × 4 = 3.8: saturated) or 3.9 (not); unknown: neither TTFT nor throughput
     rate = {"load_mode": "request_rate", "concurrency": None, "request_rate": 4.0, "ttft_median_ms": 90.0,

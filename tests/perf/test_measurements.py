@@ -122,6 +122,8 @@ def test_a_github_thread_needs_no_commit(url):
     ({"extra": {"derived_metrics": ["output_tok_s_per_gpu"]}}, r"extra\.derived_metrics"),
     ({"extra": {"lockstep": "yes"}}, r"extra\.lockstep: got 'yes'; true or false"),
     ({"colour": "red"}, r"colour: .*extra inputs"),
+    ({"max_num_batched_tokens": 0}, r"max_num_batched_tokens: "),
+    ({"scheduler_recv_interval": 0}, r"scheduler_recv_interval: "),
 ])
 def test_bad_rows_are_refused_naming_file_row_and_field(changes, field):
     with pytest.raises(MeasurementError, match=r"^measurements/dstack\.json row 1: " + field):
@@ -195,6 +197,20 @@ def test_spot_check_sglang_cookbook():
                                       "tpot_median_ms", "output_tok_s")} == {
         "total_input_tokens": 39668, "total_output_tokens": 40725, "ttft_median_ms": 131.71,
         "tpot_median_ms": 17.46, "output_tok_s": 795.3}
+
+
+def test_spot_check_inferencex_engine_settings():
+    # https://github.com/SemiAnalysisAI/InferenceX/blob/4f630348d98c7c163f9b0fd76c5814d8db43560e/benchmarks/single_node/dsr1_fp8_b200.sh
+    # SGLang on 8 x B200 (FP8): --chunked-prefill-size 32768, --scheduler-recv-interval 30 at concurrency >= 16,
+    # else 10; dsr1_fp8_h200.sh: --chunked-prefill-size 32768 and no recv interval (every step).
+    rows = [m for m in load_measurements() if m.source_id == "inferencex" and m.engine == "sglang"
+            and m.gpu == "B200" and m.precision == "fp8" and m.tp == 8 and not m.extra.get("disaggregated")]
+    assert rows and all(m.max_num_batched_tokens == 32768 for m in rows)
+    assert {m.scheduler_recv_interval for m in rows if m.concurrency and m.concurrency >= 16} == {30}
+    assert {m.scheduler_recv_interval for m in rows if m.concurrency and m.concurrency < 16} == {10}
+    h200 = [m for m in load_measurements() if m.source_id == "inferencex" and m.engine == "sglang"
+            and m.gpu == "H200 SXM 141GB" and not m.extra.get("disaggregated")]
+    assert {(m.max_num_batched_tokens, m.scheduler_recv_interval) for m in h200} == {(32768, None)}
 
 
 def test_frame_is_tidy():

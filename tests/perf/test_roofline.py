@@ -165,6 +165,10 @@ def test_bad_inputs():
         r.decode_step_time_s(0, 100)
     with pytest.raises(InvalidInputError, match="context_tokens"):
         r.decode_step_time_s(1, -1)
+    with pytest.raises(InvalidInputError, match="scheduler_recv_interval"):
+        Roofline(get_model("Qwen/Qwen3-8B"), get_gpu("H100"), scheduler_recv_interval=0)
+    with pytest.raises(InvalidInputError, match="max_num_batched_tokens"):
+        Roofline(get_model("Qwen/Qwen3-8B"), get_gpu("H100"), max_num_batched_tokens=-8)
 
 
 def test_tensor_parallelism_stays_within_a_node():
