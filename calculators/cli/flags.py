@@ -89,7 +89,8 @@ def plain_roofline(a: argparse.Namespace, eff: Efficiencies) -> Roofline:
     return Roofline(model, gpu, tensor_parallel_size=a.tensor_parallel_size,
                     pipeline_parallel_size=a.pipeline_parallel_size, quantization=a.quantization, dtype=a.dtype,
                     kv_cache_dtype=a.kv_cache_dtype, efficiencies=eff,
-                    max_num_batched_tokens=int(positive_int("max_num_batched_tokens", budget, scalar=True)))
+                    max_num_batched_tokens=int(positive_int("max_num_batched_tokens", budget, scalar=True)),
+                    scheduler_recv_interval=getattr(a, "scheduler_recv_interval", 1))
 
 
 def roofline(a: argparse.Namespace) -> Roofline:

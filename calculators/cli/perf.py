@@ -62,6 +62,8 @@ def register(sub) -> None:
     load.add_argument("--concurrency", type=float, help="this many requests in flight (closed loop)")
     load.add_argument("--request-rate", type=float, help="Poisson arrivals per second (open loop)")
     pf.add_argument("--max-num-seqs", type=int, default=256, help="open loop: most requests in flight")
+    pf.add_argument("--scheduler-recv-interval", type=int, default=1,
+                    help="SGLang: decode steps between the scheduler's polls for new requests (default 1, as vLLM)")
     pf.set_defaults(func=cmd_perf)
     kn = sub.add_parser("knee", help="the knee of the throughput curve and the SLO batch")
     add_perf(kn)
