@@ -213,6 +213,34 @@ def test_spot_check_inferencex_engine_settings():
     assert {(m.max_num_batched_tokens, m.scheduler_recv_interval) for m in h200} == {(32768, None)}
 
 
+def _inferencex_single_node(engine: str, gpu: str, precision: str) -> list:
+    return [m for m in load_measurements() if m.source_id == "inferencex" and m.engine == engine and m.gpu == gpu
+            and m.precision == precision and not m.extra.get("disaggregated") and not m.extra.get("spec_decoding")]
+
+
+def test_spot_check_inferencex_kv_cache_dtype_follows_the_scripts_history():
+    # https://github.com/SemiAnalysisAI/InferenceX/pull/544 (merged 2026-01-23 UTC) added --kv-cache-dtype fp8_e4m3
+    # to dsr1_fp8_mi300x.sh; dsr1_fp8_h200.sh never passes one (16-bit KV); dsr1_fp8_h200_trt.sh writes
+    # kv_cache_config: dtype: fp8.
+    mi300x = _inferencex_single_node("sglang", "MI300X", "fp8")
+    assert {m.kv_cache_dtype for m in mi300x if m.published < "2026-01-23"} == {"auto"}
+    assert {m.kv_cache_dtype for m in mi300x if m.published >= "2026-01-23"} == {"fp8"}
+    assert {m.kv_cache_dtype for m in _inferencex_single_node("sglang", "H200 SXM 141GB", "fp8")} == {"auto"}
+    assert {m.kv_cache_dtype for m in _inferencex_single_node("trtllm", "H200 SXM 141GB", "fp8")} == {"fp8"}
+
+
+def test_spot_check_inferencex_trtllm_token_budget():
+    # dsr1_fp8_h200_trt.sh: MAX_NUM_TOKENS = (CONC + ISL + 64 + 63) / 64 * 64, floored at 8192 from
+    # https://github.com/SemiAnalysisAI/InferenceX/pull/258 (2026-01-21). 1k prompts at 4 in flight before it:
+    # (4 + 1024 + 64 + 63) // 64 * 64 = 1152; 8k prompts at 16 in flight: (16 + 8192 + 127) // 64 * 64 = 8320.
+    rows = _inferencex_single_node("trtllm", "H200 SXM 141GB", "fp8")
+    early = {(m.input_len, m.concurrency): m.max_num_batched_tokens for m in rows
+             if m.published < "2026-01-21"}
+    assert early[(1024, 4)] == 1152 and early[(8192, 16)] == 8320
+    assert {m.max_num_batched_tokens for m in rows if m.published >= "2026-01-21"
+            and m.input_len == 1024} == {8192}
+
+
 def test_frame_is_tidy():
     frame = measurements_frame()
     assert len(frame) == len(load_measurements())
