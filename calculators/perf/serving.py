@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
-from calculators.perf.model import PerformanceModel
+from calculators.perf.model import PerformanceModel, scheduler_recv_interval
 from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from calculators.validation import positive, positive_int
 
@@ -50,12 +50,6 @@ OPEN_LOOP_BISECTION_STEPS = 32
 def _budget(pm: PerformanceModel) -> float:
     """The model's token budget per step when it has one (a roofline sized by vLLM's settings), else vLLM's."""
     return float(getattr(pm, "max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS))
-
-
-def _recv_interval(pm: PerformanceModel) -> float:
-    """Steps between the scheduler's polls for new requests (SGLang's ``--scheduler-recv-interval``), 1 where the
-    model has none: an arrival at a busy replica waits half of them on average."""
-    return float(getattr(pm, "scheduler_recv_interval", 1))
 
 
 def _lengths(input_len: ArrayLike, output_len: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -146,7 +140,7 @@ def _steady(pm: PerformanceModel, n: np.ndarray, i: np.ndarray, o: np.ndarray, *
     chunks = np.ceil(i / room)  # full chunks of `room` tokens, the last one carries the remainder
     prompt_s = ((chunks - 1) * pm.mixed_step_time_s(others, i + o / 2, np.minimum(i, room), i)
                 + pm.mixed_step_time_s(others, i + o / 2, i - (chunks - 1) * room, i))
-    ttft = busy * _recv_interval(pm) * tpot / 2 + prompt_s + pm.request_overhead_s
+    ttft = busy * scheduler_recv_interval(pm) * tpot / 2 + prompt_s + pm.request_overhead_s
     # Little's law: the replica completes its n requests once per cycle of O steps (O · TPOT, prefill-only
     # steps included), so a request spends that cycle in the engine; what its O − 1 decode steps leave is its
     # TTFT. It binds where prompts outweigh outputs (O = 1: the whole cycle is the wait for prefill).
