@@ -36,6 +36,8 @@ def register(sub) -> argparse.ArgumentParser:
     p.add_argument("--policy", choices=["continuous", "static"], default="continuous")
     p.add_argument("--max-num-seqs", type=int, default=256, help="continuous: running sequences; static: batch size")
     p.add_argument("--max-num-batched-tokens", type=int, default=8192)
+    p.add_argument("--scheduler-recv-interval", type=int, default=1,
+                   help="SGLang: decode steps between the scheduler's polls for new requests (default 1, as vLLM)")
     p.add_argument("--max-wait-ms", type=float, default=50.0, help="static batching: longest wait to fill a batch")
     p.add_argument("--max-model-len", type=int, help="vLLM max_model_len (sizes the KV cache; clips lengths)")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
@@ -76,7 +78,8 @@ def simulate_document(a: argparse.Namespace) -> dict:
                                        gpu_memory_utilization=a.gpu_memory_utilization)
     if num_blocks <= 0:
         return {"fits": False, "message": "the model does not fit: no KV-cache blocks left"}
-    pm = Roofline(model, gpu, tensor_parallel_size=tp, max_num_batched_tokens=a.max_num_batched_tokens)
+    pm = Roofline(model, gpu, tensor_parallel_size=tp, max_num_batched_tokens=a.max_num_batched_tokens,
+                  scheduler_recv_interval=a.scheduler_recv_interval)
     wl = _workload(a, a.max_model_len)
     pol: StaticBatching | ContinuousBatching
     if a.policy == "static":

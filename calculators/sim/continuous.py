@@ -3,7 +3,8 @@
 Each step runs these named phases, in vLLM's order:
 
 1. :meth:`ContinuousRun.admit_arrivals` — requests that arrived by now join the waiting queue (a request
-   that could never fit in the KV cache is turned away);
+   that could never fit in the KV cache is turned away) when the scheduler polls (:meth:`ContinuousRun.polls`:
+   every step in vLLM; every ``k`` decode steps under SGLang's ``--scheduler-recv-interval k``);
 2. :meth:`ContinuousRun.grow_decoders` — a decoding request crossing into a new KV block takes one,
    preempting the newest running request while none is free;
 3. :meth:`ContinuousRun.continue_prefills` — running requests still in prefill get their next chunk of
@@ -26,7 +27,7 @@ from collections import deque
 
 import pandas as pd
 
-from calculators.perf.model import PerformanceModel
+from calculators.perf.model import PerformanceModel, scheduler_recv_interval
 from calculators.sim.policies import ContinuousBatching
 from calculators.sim.results import RunRecord, requests_frame
 from calculators.sim.step_table import StepTable
@@ -50,6 +51,7 @@ class ContinuousRun:
         self.inp, self.out = wl.input_tokens.tolist(), wl.output_tokens.tolist()
         self.think = wl.think_s.tolist() if wl.think_s is not None else None
         self.overhead = float(pm.request_overhead_s)
+        self.recv_interval = self.recv_count = scheduler_recv_interval(pm)  # the first loop polls
         self.block_size, self.budget_max, self.max_seqs = pol.block_size, pol.max_num_batched_tokens, pol.max_num_seqs
         self.num_blocks = pol.num_blocks if pol.num_blocks is not None else UNLIMITED_BLOCKS
         self.limited = pol.num_blocks is not None
@@ -86,7 +88,7 @@ class ContinuousRun:
         """
         arrivals, block_due, finish_due = self.arrivals, self.block_due, self.finish_due
         while True:
-            if arrivals and arrivals[0][0] <= self.t:
+            if self.polls() and arrivals and arrivals[0][0] <= self.t:
                 self.admit_arrivals()
             preempted = bool(block_due) and block_due[0][0] <= self.S and self.grow_decoders()
             budget = self.budget_max - self.n_dec
@@ -105,6 +107,7 @@ class ContinuousRun:
                     break
                 continue
             self.take_step(chunks)
+            self.recv_count += self.recv_interval if chunks else 1
             if finish_due and finish_due[0][0] <= self.S:
                 self.retire_finished()
             if chunks:
@@ -128,6 +131,16 @@ class ContinuousRun:
         return False
 
     # ----------------------------------------------------------------- 1. arrivals
+
+    def polls(self) -> bool:
+        """Whether the scheduler takes in new requests before this step: after ``k`` decode steps since its last
+        poll, at once after a step with prompt tokens or while idle (SGLang's ``SchedulerRecvSkipper``,
+        https://github.com/sgl-project/sglang/blob/70310f051068e3ea8dbaaecd4e408919cd431417/python/sglang/srt/managers/scheduler_recv_skipper.py;
+        ``k`` = 1 polls every step, as vLLM does)."""
+        if self.recv_count < self.recv_interval:
+            return False
+        self.recv_count = 0
+        return True
 
     def admit_arrivals(self) -> None:
         """Arrivals up to now join the queue; one whose KV blocks exceed the whole cache is rejected."""
@@ -241,6 +254,7 @@ class ContinuousRun:
         t_next = max(self.t, self.arrivals[0][0])
         self.record_step(t_next - self.t, 0, 0)
         self.t = t_next
+        self.recv_count = self.recv_interval  # an idle scheduler polls at once
         if self.t > self.t_limit:
             self.stop = "duration"
             return False

@@ -80,12 +80,13 @@ class StepTable:
 class ConstantStepModel:
     """A stub performance model: every decode step takes ``decode_s``, a prefill of ``P`` tokens
     ``prefill_fixed_s + prefill_s_per_token · P``, and each request ``request_overhead_s`` outside the steps
-    (for validating against closed-form queues) [s]."""
+    (for validating against closed-form queues) [s]; the scheduler polls every ``scheduler_recv_interval``
+    decode steps."""
 
     def __init__(self, decode_s: float = 0.01, prefill_s_per_token: float = 0.0, prefill_fixed_s: float = 0.0,
-                 request_overhead_s: float = 0.0):
+                 request_overhead_s: float = 0.0, scheduler_recv_interval: int = 1):
         self.decode_s, self.per_token, self.fixed = decode_s, prefill_s_per_token, prefill_fixed_s
-        self.request_overhead_s = request_overhead_s
+        self.request_overhead_s, self.scheduler_recv_interval = request_overhead_s, scheduler_recv_interval
 
     @property
     def num_gpus(self) -> np.ndarray:

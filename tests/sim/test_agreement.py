@@ -1,4 +1,5 @@
-"""The simulator and the closed forms are one truth: on stable loads they agree within 15 %.
+"""The simulator and the closed forms are one truth: on stable loads they agree within 15 %, the scheduler's
+polling interval (SGLang) included.
 
 Both use the performance model's fused step (a decode step with the arriving prompts' tokens, weights read
 once). The closed form averages the step over a Poisson number of arriving prompts; the simulator draws
@@ -42,3 +43,15 @@ def test_open_loop_tpot_and_concurrency():
     assert not sim.overloaded and not bool(opened["overloaded"])
     assert sim.latency["tpot"]["mean"] == pytest.approx(float(opened["tpot_s"]), rel=0.15)
     assert sim.mean_batch_size == pytest.approx(float(opened["concurrency"]), rel=0.15)
+
+
+@pytest.mark.parametrize("k", [1, 30])
+def test_closed_loop_ttft_with_the_schedulers_polling_interval(k):
+    # SGLang's --scheduler-recv-interval k: the closed form adds k · TPOT / 2 at a busy replica; the simulator
+    # polls every k decode steps (at once after a prompt's step). At k = 30 the wait is most of the TTFT.
+    pm = Roofline(MODEL, GPU, scheduler_recv_interval=k)
+    wl = make_workload(ClosedLoop(32), *_lengths(1000, 300), num_requests=32 * 25, seed=1)
+    whole = simulate(pm, wl, POLICY)
+    sim = simulate(pm, wl, POLICY, warmup_s=0.2 * whole.elapsed_s)
+    closed = serving_metrics(pm, 32, 1000, 300)
+    assert sim.latency["ttft"]["mean"] == pytest.approx(float(closed["ttft_s"]), rel=0.15)

@@ -120,6 +120,27 @@ def test_request_overhead_adds_to_ttft_and_delays_the_next_closed_loop_request()
     assert (r["queue_wait_s"] == 0).all()
 
 
+@pytest.mark.parametrize(("k", "scheduled_s"), [(1, 0.060), (4, 0.090)])
+def test_a_busy_scheduler_takes_new_requests_in_every_k_decode_steps(k, scheduled_s):
+    # A: 100-token prompt at 0 (one 10 ms prefill step, 0–10 ms), then decode steps of 10 ms ending at 20, 30, …
+    # ms. B arrives at 55.1 ms. Polling every step (k = 1) takes B in after the step ending at 60 ms. With k = 4
+    # the prefill step makes the scheduler poll at 10 ms, then after 4 decode steps (50 ms: B not there yet) and
+    # 4 more (90 ms). B's 100-token chunk runs beside A's decode, 10 + 10 ms: first token 20 ms after it starts.
+    pm = ConstantStepModel(decode_s=0.010, prefill_s_per_token=1e-4, scheduler_recv_interval=k)
+    wl = workload_from_arrays([0.0, 0.0551], [100, 100], [50, 5])
+    b = simulate(pm, wl, ContinuousBatching(max_num_seqs=8)).requests.iloc[1]
+    assert b["scheduled_s"] == pytest.approx(scheduled_s)
+    assert b["queue_wait_s"] == pytest.approx(scheduled_s - 0.0551)
+    assert b["ttft_s"] == pytest.approx(scheduled_s + 0.020 - 0.0551)
+
+
+def test_an_idle_scheduler_polls_at_once():
+    # Nothing running when B arrives (A finished at 20 ms): B starts on arrival whatever k is.
+    pm = ConstantStepModel(decode_s=0.010, prefill_s_per_token=1e-4, scheduler_recv_interval=30)
+    wl = workload_from_arrays([0.0, 0.0551], [100, 100], [2, 2])
+    assert simulate(pm, wl).requests["queue_wait_s"].tolist() == pytest.approx([0.0, 0.0])
+
+
 # --------------------------------------------------------------------------- behaviour
 
 
@@ -279,6 +300,24 @@ def test_cli(capsys, tmp_path):
     a = p.parse_args(["simulate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--request-rate", "5",
                       "--input-len", "512", "--input-len-p95", "100", "--output-len", "128"])
     with pytest.raises(InvalidInputError, match="input_len_p95"):
+        a.func(a)
+
+
+def test_cli_simulate_takes_sglangs_scheduler_recv_interval(capsys):
+    from calculators.cli.main import build_parser
+    base = ["simulate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--request-rate", "20",
+            "--input-len", "512", "--output-len", "256", "--length-dist", "fixed", "--duration-s", "20", "--json"]
+    ttft = {}
+    for k in (1, 30):
+        a = build_parser().parse_args([*base, "--scheduler-recv-interval", str(k)])
+        assert a.func(a) == 0
+        doc = json.loads(capsys.readouterr().out)
+        ttft[k], tpot = doc["ttft_mean_s"], doc["tpot_mean_s"]
+    # at ~20 req/s most arrivals find the replica busy and wait up to 30 decode steps, 15 on average (decode
+    # steps without prompt tokens, a little shorter than the mean TPOT)
+    assert ttft[30] - ttft[1] == pytest.approx(15 * tpot, rel=0.25)
+    a = build_parser().parse_args([*base, "--scheduler-recv-interval", "0"])
+    with pytest.raises(InvalidInputError, match="scheduler_recv_interval"):
         a.func(a)
 
 
