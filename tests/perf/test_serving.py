@@ -77,18 +77,14 @@ def test_the_arriving_prompts_last_chunk_carries_only_the_remainder():
     assert float(m["ttft_s"]) == pytest.approx(float(m["tpot_s"]) / 2 + 0.0380)
 
 
-class PollsEvery30(ConstantStepModel):
-    scheduler_recv_interval = 30  # SGLang's --scheduler-recv-interval
-
-
 def test_an_arrival_waits_half_the_steps_between_the_schedulers_polls():
     """SGLang takes new requests in once every 30 decode steps: an arrival at a busy replica waits 15 steps on
     average (30 × 11.6 ms / 2 = 174 ms) instead of half a step (5.8 ms), then its prefill (20 ms). One user finds
     the replica idle, and an idle scheduler polls at once."""
-    m = serving_metrics(PollsEvery30(0.010, 1e-4), 8, 100, 50)
+    m = serving_metrics(ConstantStepModel(0.010, 1e-4, scheduler_recv_interval=30), 8, 100, 50)
     assert float(m["tpot_s"]) == pytest.approx(0.0116)
     assert float(m["ttft_s"]) == pytest.approx(0.174 + 0.020)
-    assert float(serving_metrics(PollsEvery30(0.010, 1e-4), 1, 100, 50)["ttft_s"]) == pytest.approx(0.0102)
+    assert float(serving_metrics(ConstantStepModel(0.010, 1e-4, scheduler_recv_interval=30), 1, 100, 50)["ttft_s"]) == pytest.approx(0.0102)
 
 
 def test_closed_loop_at_any_load_is_each_element_on_its_own_and_quick():
