@@ -56,7 +56,6 @@ class Scenario(BaseModel):
     block_size: int | None = Field(default=None, ge=1, le=4096)
     enforce_eager: bool = False
     language_model_only: bool = False
-    enable_expert_parallel: bool = False
     flashinfer_sampler: str = "auto"
     vllm_version: str = DEFAULT_VLLM_VERSION
     kv_cache_memory_gib: float | None = Field(default=None, gt=0)
@@ -80,15 +79,8 @@ class Scenario(BaseModel):
                 "max_num_seqs": self.max_num_seqs, "block_size": self.block_size,
                 "enforce_eager": self.enforce_eager, "flashinfer_sampler": self.flashinfer_sampler,
                 "language_model_only": self.language_model_only,
-                "expert_parallel_size": self.expert_parallel_size,
                 "vllm_version": self.vllm_version,
                 "kv_cache_memory_bytes": None if kv is None else int(kv * GiB)}
-
-    @property
-    def expert_parallel_size(self) -> int | None:
-        """vLLM's expert-parallel group with ``--enable-expert-parallel``: the tensor-parallel GPUs (one data-parallel
-        rank); ``None`` without it."""
-        return self.tensor_parallel_size if self.enable_expert_parallel else None
 
     @property
     def length_mix_mean(self) -> float:
@@ -122,8 +114,6 @@ class Scenario(BaseModel):
             args.append("--enforce-eager")
         if self.language_model_only:
             args.append("--language-model-only")
-        if self.enable_expert_parallel:
-            args.append("--enable-expert-parallel")
         args += ["--seq-len-mean", repr(float(self.length_mix_mean))]
         if self.p95_len is not None:
             args += ["--seq-len-p95", repr(float(self.p95_len))]
@@ -139,7 +129,6 @@ QUERY_KEYS: dict[str, tuple[str, str]] = {
     "max_len": ("max_model_len", "opt_int"), "mnbt": ("max_num_batched_tokens", "opt_int"),
     "max_seqs": ("max_num_seqs", "opt_int"), "block": ("block_size", "opt_int"),
     "eager": ("enforce_eager", "bool"), "lm_only": ("language_model_only", "bool"),
-    "ep": ("enable_expert_parallel", "bool"),
     "sampler": ("flashinfer_sampler", "str"), "vllm": ("vllm_version", "str"),
     "kv_mem": ("kv_cache_memory_gib", "opt_float"), "mean_len": ("mean_len", "opt_float"),
     "p95_len": ("p95_len", "opt_float"),

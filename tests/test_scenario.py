@@ -18,14 +18,3 @@ def test_bad_workload_values_are_reported_not_raised():
     back, messages = scenario_from_query({"in": "-5", "rate": "lots", "cal": ""})
     assert back.input_len == 2000 and back.request_rate_per_s == 10 and back.calibration is None
     assert len(messages) == 2 and all("ignored" in m for m in messages)
-
-
-def test_expert_parallelism_travels_and_reaches_vllm_and_the_cli():
-    s = Scenario(model="Qwen/Qwen3-30B-A3B", tensor_parallel_size=4, enable_expert_parallel=True)
-    q = scenario_to_query(s)
-    assert q["ep"] == "true"
-    back, messages = scenario_from_query(q)
-    assert back == s and messages == []
-    assert s.capacity_kwargs()["expert_parallel_size"] == 4     # vLLM: the TP GPUs of one DP rank
-    assert Scenario().capacity_kwargs()["expert_parallel_size"] is None
-    assert "--enable-expert-parallel" in s.cli_args() and "--enable-expert-parallel" not in Scenario().cli_args()

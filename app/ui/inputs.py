@@ -187,10 +187,6 @@ def sidebar() -> tuple[Scenario, dict]:
                                           help=f"tokens per KV-cache page; {_AUTO}", **BIND)
         v["enforce_eager"] = st.checkbox("enforce_eager", key="eager", **BIND,
                                          help="no CUDA graphs: saves their memory, costs time per step")
-        v["enable_expert_parallel"] = st.checkbox(
-            "enable_expert_parallel", key="ep", **BIND,
-            help="MoE models: whole experts on each tensor-parallel GPU instead of a slice of every expert; a decode "
-                 "step waits for the GPU whose experts the batch touches most")
         v["language_model_only"] = st.checkbox(
             "language_model_only", key="lm_only", **BIND,
             help="multimodal models: load and profile no vision or audio tower (vLLM's --language-model-only)")

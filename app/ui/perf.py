@@ -48,8 +48,7 @@ def performance_model(ctx: Computed) -> tuple[Roofline | None, str]:
         r = Roofline(ctx.model, ctx.gpu, tensor_parallel_size=s["tensor_parallel_size"],
                      pipeline_parallel_size=s["pipeline_parallel_size"], quantization=s["quantization"],
                      dtype=s["dtype"], kv_cache_dtype=s["kv_cache_dtype"], efficiencies=eff,
-                     max_num_batched_tokens=s["max_num_batched_tokens"],
-                     enable_expert_parallel=bool(s["expert_parallel_size"]))
+                     max_num_batched_tokens=s["max_num_batched_tokens"])
     except InvalidInputError as exc:
         st.error(str(exc))
         return None, ""

@@ -47,8 +47,6 @@ def add_model_on_gpu(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16"])
     p.add_argument("--quantization", default=None)
     p.add_argument("--kv-cache-dtype", default="auto")
-    p.add_argument("--enable-expert-parallel", action="store_true",
-                   help="MoE: whole experts on each tensor-parallel GPU (vLLM's flag); steps wait for the busiest")
     p.add_argument("--max-num-batched-tokens", type=int,
                    help="tokens per engine step (default: what vllm serve picks for this GPU)")
 
@@ -92,8 +90,7 @@ def plain_roofline(a: argparse.Namespace, eff: Efficiencies) -> Roofline:
                     pipeline_parallel_size=a.pipeline_parallel_size, quantization=a.quantization, dtype=a.dtype,
                     kv_cache_dtype=a.kv_cache_dtype, efficiencies=eff,
                     max_num_batched_tokens=int(positive_int("max_num_batched_tokens", budget, scalar=True)),
-                    scheduler_recv_interval=getattr(a, "scheduler_recv_interval", 1),
-                    enable_expert_parallel=getattr(a, "enable_expert_parallel", False))
+                    scheduler_recv_interval=getattr(a, "scheduler_recv_interval", 1))
 
 
 def roofline(a: argparse.Namespace) -> Roofline:

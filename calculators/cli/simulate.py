@@ -24,8 +24,6 @@ def register(sub) -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="catalog id (Hugging Face repo id) or path to a config.json")
     p.add_argument("--gpu", required=True, help="GPU name or alias (e.g. H100)")
     p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
-    p.add_argument("--enable-expert-parallel", action="store_true",
-                   help="MoE: whole experts on each tensor-parallel GPU (vLLM's flag)")
     p.add_argument("--request-rate", type=float, help="Poisson arrivals per second (not needed with --trace)")
     p.add_argument("--arrival-cv", type=float, help="bursty: gamma inter-arrival times with this CV (1 = Poisson)")
     p.add_argument("--input-len", type=float, help="mean prompt tokens")
@@ -77,12 +75,11 @@ def simulate_document(a: argparse.Namespace) -> dict:
     model, gpu = resolve_model(a.model), get_gpu(a.gpu)
     tp = a.tensor_parallel_size
     num_blocks, block_size = kv_blocks(model, gpu, tensor_parallel_size=tp, max_model_len=a.max_model_len,
-                                       gpu_memory_utilization=a.gpu_memory_utilization,
-                                       expert_parallel_size=tp if a.enable_expert_parallel else None)
+                                       gpu_memory_utilization=a.gpu_memory_utilization)
     if num_blocks <= 0:
         return {"fits": False, "message": "the model does not fit: no KV-cache blocks left"}
     pm = Roofline(model, gpu, tensor_parallel_size=tp, max_num_batched_tokens=a.max_num_batched_tokens,
-                  scheduler_recv_interval=a.scheduler_recv_interval, enable_expert_parallel=a.enable_expert_parallel)
+                  scheduler_recv_interval=a.scheduler_recv_interval)
     wl = _workload(a, a.max_model_len)
     pol: StaticBatching | ContinuousBatching
     if a.policy == "static":

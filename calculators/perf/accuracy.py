@@ -58,7 +58,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -108,13 +108,12 @@ burst (all ``concurrency`` prompts at once): its TTFT is not compared."""
 FLAGS = ("disaggregated", "lockstep", "shared_prefix")
 """The true-or-false marks of a row (``extra.<flag>``); absent means false."""
 CONFIG = ["model_id", "catalog_gpu", "tp", "pp", "quantization", "kv_dtype", "engine_generation",
-          "max_num_batched_tokens", "scheduler_recv_interval", "enable_expert_parallel"]
+          "max_num_batched_tokens", "scheduler_recv_interval"]
 """The columns that pick one roofline: the model on its GPUs, and the engine with the settings the run gave it."""
 ROW_COLUMNS = ["row_id", "source_id", "source_row", "engine", "engine_generation", "gpu", "gpu_family",
                "catalog_gpu", "model", "model_id", "precision", "quantization", "kv_dtype", "tp", "pp", "ep", "dp",
                "gpu_count", "replicas", "load_mode", "load", "concurrency", "request_rate", "batch_size", "num_prompts",
-               "batch", "input_len", "output_len", "max_num_batched_tokens", "scheduler_recv_interval",
-               "enable_expert_parallel"]
+               "batch", "input_len", "output_len", "max_num_batched_tokens", "scheduler_recv_interval"]
 MEASURED_COLUMNS = ["measured_tpot_s", "tpot_key", "measured_ttft_s", "ttft_key", "measured_throughput",
                     "throughput_key"]
 _QUANT_TOKENS = frozenset({"fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8",
@@ -191,25 +190,15 @@ def kv_dtype_for(kv_cache_dtype: object) -> str:
     return _KV[str(kv_cache_dtype)]
 
 
-class EngineSettings(NamedTuple):
-    """The settings of a run that shape its step times, as the corpus row states them (defaults: vLLM's)."""
-
-    max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS
-    scheduler_recv_interval: int = 1
-    enable_expert_parallel: bool = False
-
-
-VLLM_DEFAULTS = EngineSettings()
-
-
 def _roofline(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
               efficiencies: Efficiencies, engine: str = DEFAULT_ENGINE, profile: Profile | None = None,
-              settings: EngineSettings = VLLM_DEFAULTS) -> Roofline:
+              settings: tuple[int, int] = (DEFAULT_MAX_NUM_BATCHED_TOKENS, 1)) -> Roofline:
     """One roofline per configuration: the given efficiencies, or (default ones) the fitted set of ``profile``
-    (default: the shipped fit) for the GPU's family and the engine, run with ``settings``."""
+    (default: the shipped fit) for the GPU's family and the engine; ``settings`` are the engine's
+    ``(max_num_batched_tokens, scheduler_recv_interval)``."""
     return Roofline(get_model(model_id), get_gpu(gpu_id), tensor_parallel_size=tp, pipeline_parallel_size=pp,
                     quantization=quantization, kv_cache_dtype=kv_dtype, efficiencies=efficiencies, engine=engine,
-                    profile=profile, **settings._asdict())
+                    profile=profile, max_num_batched_tokens=settings[0], scheduler_recv_interval=settings[1])
 
 
 def _configure(model_id: str, gpu_id: str, tp: int, pp: int, precision: str, kv: object,
@@ -342,7 +331,6 @@ def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
             f[col] = None
     for col, default in (("max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS), ("scheduler_recv_interval", 1)):
         f[col] = _column(f, col).fillna(default).astype(int)
-    f["enable_expert_parallel"] = _column(f, "ep").fillna(1).astype(float) > 1  # experts spread over the TP GPUs
     f["model_id"] = f["model"].map({m: resolve_model(m) for m in f["model"].unique()})
     version = f["engine_version"] if "engine_version" in f.columns else pd.Series(None, index=f.index)
     f["engine_generation"] = [engine_generation(str(e), v) for e, v in zip(f["engine"], version, strict=True)]
@@ -543,8 +531,7 @@ def _predict_config(rows: pd.DataFrame, efficiencies: Efficiencies, profile: Pro
     engine = str(first["engine_generation"])
     pm = _roofline(str(first["model_id"]), str(first["catalog_gpu"]), int(first["tp"]), int(first["pp"]), quant,
                    str(first["kv_dtype"]), efficiencies, engine, profile,
-                   EngineSettings(int(first["max_num_batched_tokens"]), int(first["scheduler_recv_interval"]),
-                                  bool(first["enable_expert_parallel"])))
+                   (int(first["max_num_batched_tokens"]), int(first["scheduler_recv_interval"])))
     sm = _load_metrics(pm, rows, engine)
     return pd.DataFrame({"predicted_tpot_s": sm["tpot_s"], "predicted_itl_s": sm["itl_median_s"],
                          "predicted_ttft_s": sm["ttft_s"],

@@ -2,8 +2,7 @@
 
 Decode at batch ``B`` and context ``C`` (docs/performance-model.md §3.1)::
 
-    bytes = dense weights + expert weights · (1 − (1 − k/E)^B)      (experts a batch touches; under expert
-            parallelism the busiest GPU's share of its own experts, see :func:`experts_touched`)
+    bytes = dense weights + expert weights · (1 − (1 − k/E)^B)      (experts a batch touches)
             + B · KV bytes of a sequence of C tokens (windowed layers capped)
     FLOP  = B · (2 · active parameters + attention FLOP growing with C)
     time  = max(FLOP / (peak · eff_c), bytes / (bandwidth · eff_m))
@@ -15,7 +14,6 @@ Everything broadcasts over NumPy arrays of ``tensor_parallel_size``, batch and c
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields
 from functools import cache
 
@@ -179,8 +177,6 @@ class Coefficients:
     dense_weight_bytes: np.ndarray
     expert_weight_bytes: np.ndarray
     expert_hit_fraction: float
-    experts_per_gpu: np.ndarray
-    expert_parallel_gpus: np.ndarray
     kv_full_bytes_per_token: np.ndarray
     kv_window_bytes_per_token: np.ndarray
     window_tokens: float
@@ -214,11 +210,6 @@ class Roofline(StepTimeMixin):
     the tokens one step may carry (vLLM's flag; SGLang's ``--chunked-prefill-size``), and
     ``scheduler_recv_interval``, the decode steps between the scheduler's polls for new requests (SGLang's
     ``--scheduler-recv-interval``, default 1: vLLM and SGLang's default look every step).
-
-    ``enable_expert_parallel`` (vLLM's ``--enable-expert-parallel``; SGLang's and TensorRT-LLM's expert-parallel
-    size equal to the tensor-parallel size) places whole experts on the ``tensor_parallel_size`` GPUs instead
-    of a slice of every expert on each; a decode step then waits for the GPU whose experts the batch touches
-    most (:func:`experts_touched`).
     """
 
     model: ModelSpec
@@ -232,7 +223,6 @@ class Roofline(StepTimeMixin):
     micro_batches: int | None = None
     max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS
     scheduler_recv_interval: int = 1
-    enable_expert_parallel: bool = False
     engine: str = DEFAULT_ENGINE
     profile: Profile | None = field(default=None, repr=False, compare=False)
     coefficients: Coefficients = field(init=False, repr=False)
@@ -310,7 +300,6 @@ def _coefficients(r: Roofline) -> Coefficients:
     total = weight_bytes_per_gpu(m, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=q,
                                  dtype=r.dtype)
     hit = m.num_experts_per_tok / m.num_experts if m.is_moe else 0.0
-    ep = tp if (r.enable_expert_parallel and m.is_moe) else np.ones_like(tp)
     params = (sum(sums[k][1] * shard(m, k, tp) for k in ("tp", "kv", "global_kv", "none"))
               + sums["experts"][1] * hit / tp)
     lm_head = 2 * m.hidden_size * m.vocab_size / tp
@@ -331,7 +320,6 @@ def _coefficients(r: Roofline) -> Coefficients:
         prefill_full = prefill_window = 2 * heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim)
     return Coefficients(
         dense_weight_bytes=total - experts, expert_weight_bytes=experts, expert_hit_fraction=hit,
-        experts_per_gpu=(m.num_experts if m.is_moe else 1) / ep, expert_parallel_gpus=ep,
         kv_full_bytes_per_token=kv_full * n_full, kv_window_bytes_per_token=kv_window * n_win,
         window_tokens=layer_window(m, windowed[0]) if windowed else np.inf,
         linear_flop_per_token=2 * params * frac + lm_head / pp,
@@ -381,34 +369,9 @@ def _weights_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.ndarr
     experts ``E·(1 − (1 − k/E)^T)`` of them touched, at ``moe_expert_efficiency`` of that bandwidth and slowed
     ``1 + penalty / (1 + T·k/E)`` at few tokens per expert (grouped GEMMs of a few rows,
     docs/performance-model.md §4)."""
-    touched = experts_touched(c, tokens)
+    touched = 1 - (1 - c.expert_hit_fraction) ** tokens
     slow = expert_read_slowdown(c, e, tokens)
     return (c.dense_weight_bytes + c.expert_weight_bytes * touched * slow) / (c.bandwidth_bytes_per_s * e.memory)
-
-
-@cache
-def expected_max_standard_normal(n: int) -> float:
-    """The expected largest of ``n`` independent standard normal draws, ``∫ x · n φ(x) Φ(x)^(n−1) dx``
-    (0.564 for 2, 1.029 for 4, 1.424 for 8: Tippett, Biometrika 17 (1925), table of mean ranges)."""
-    if n <= 1:
-        return 0.0
-    x = np.linspace(-9.0, 9.0, 4001)
-    cdf = 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
-    density = n * np.exp(-x * x / 2) / math.sqrt(2 * math.pi) * cdf ** (n - 1)
-    return float(np.sum(x * density) * (x[1] - x[0]))
-
-
-def experts_touched(c: Coefficients, tokens: ArrayLike) -> np.ndarray:
-    """Share of a GPU's expert weights a step of ``T`` tokens reads, each token routed to ``k`` of ``E`` experts
-    uniformly: ``p = 1 − (1 − k/E)^T`` when every GPU holds a slice of every expert (tensor parallel). Under
-    expert parallelism over ``G`` GPUs of ``n = E/G`` whole experts each, the step waits for the busiest GPU:
-    ``min(1, p + z_G · √(p(1 − p)/n))``, the normal approximation of the largest of ``G`` binomial counts
-    (``z_G`` = :func:`expected_max_standard_normal`). DeepSeek-R1 (``k/E`` = 8/256) on 8 GPUs: 4 tokens touch
-    11.9 % of the experts, the busiest GPU 20.1 % of its own (×1.68); 64 tokens 86.9 % and 95.4 % (×1.10)."""
-    t = np.asarray(tokens, dtype=np.float64)
-    p = 1 - (1 - c.expert_hit_fraction) ** t
-    z = np.vectorize(expected_max_standard_normal, otypes=[float])(np.asarray(c.expert_parallel_gpus, dtype=int))
-    return np.minimum(1.0, p + z * np.sqrt(p * (1 - p) / c.experts_per_gpu))
 
 
 def expert_read_slowdown(c: Coefficients, e: Efficiencies, tokens: ArrayLike) -> np.ndarray:
@@ -437,7 +400,7 @@ def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayL
     b = np.asarray(batch, dtype=np.float64) / micro_batches
     ctx = np.asarray(ctx, dtype=np.float64)
     win = np.minimum(ctx, c.window_tokens)
-    touched = experts_touched(c, b)
+    touched = 1 - (1 - c.expert_hit_fraction) ** b
     kv_read = b * (c.kv_full_bytes_per_token * ctx + c.kv_window_bytes_per_token * win)
     mem_bytes = c.dense_weight_bytes + c.expert_weight_bytes * touched + kv_read
     attn_flop = b * (c.attn_full_flop_per_token_ctx * ctx + c.attn_window_flop_per_token_ctx * win)

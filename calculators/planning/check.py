@@ -95,7 +95,7 @@ def simulate_plan(model: ModelSpec, gpu: GPUSpec, plan: LayoutPlan, w: Workload,
     budget = cap.settings.max_num_batched_tokens
     r = Roofline(model, gpu, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=quantization,
                  kv_cache_dtype=kv_cache_dtype, efficiencies=efficiencies or Efficiencies(),
-                 max_num_batched_tokens=budget, enable_expert_parallel=plan.expert_parallel)
+                 max_num_batched_tokens=budget)
     rate = w.request_rate_per_s / plan.replicas
     assert plan.e2e_latency_s is not None and plan.ttft_p99_s is not None and plan.tpot_s is not None
     duration = max(MIN_STEADY_REQUESTS / rate / (1 - WARMUP_SHARE), 40 * plan.e2e_latency_s)

@@ -159,11 +159,11 @@ class DisaggPlan:
         return asdict(self)
 
 
-def _roofline(model: ModelSpec, lay: Layout, kw: dict) -> Roofline:
-    return Roofline(model, lay.gpu, tensor_parallel_size=lay.tensor_parallel_size, quantization=kw.get("quantization"),
+def _roofline(model: ModelSpec, gpu: GPUSpec, tp: int, kw: dict) -> Roofline:
+    return Roofline(model, gpu, tensor_parallel_size=tp, quantization=kw.get("quantization"),
                     kv_cache_dtype=kw.get("kv_cache_dtype", "auto"),
                     efficiencies=kw.get("efficiencies") or Efficiencies(),
-                    max_num_batched_tokens=kw["max_num_batched_tokens"], enable_expert_parallel=lay.expert_parallel)
+                    max_num_batched_tokens=kw["max_num_batched_tokens"])
 
 
 def _capacity(model: ModelSpec, lay: Layout, w: Workload, kw: dict):
@@ -180,7 +180,7 @@ def _prefill_pool(model: ModelSpec, lay: Layout, w: Workload, transfer_s: float,
     if not cap.fits:
         return None
     kw = {**kw, "max_num_batched_tokens": cap.settings.max_num_batched_tokens}
-    r = _roofline(model, lay, kw)
+    r = _roofline(model, lay.gpu, lay.tensor_parallel_size, kw)
     b = prefill_batch(w.input_len, cap.settings.max_num_batched_tokens)
     service_s = float(r.prefill_time_s(w.input_len, b)) / b          # one request's share of a batch
     own_s = float(r.prefill_time_s(w.input_len, 1))
@@ -206,7 +206,7 @@ def _decode_pool(model: ModelSpec, lay: Layout, w: Workload, cap_u: float, kw: d
     if limit < 1:
         return None
     kw = {**kw, "max_num_batched_tokens": cap.settings.max_num_batched_tokens}
-    r = _roofline(model, lay, kw)
+    r = _roofline(model, lay.gpu, lay.tensor_parallel_size, kw)
     b = batch_candidates(limit)
     tpot = r.decode_step_time_s(b, w.input_len + w.output_len / 2)
     rate = b / (w.output_len * tpot)

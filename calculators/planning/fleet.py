@@ -256,8 +256,7 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     plan.fits = True
     r = Roofline(model, g, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=quantization,
                  kv_cache_dtype=kv_cache_dtype, efficiencies=efficiencies or Efficiencies(),
-                 max_num_batched_tokens=cap.settings.max_num_batched_tokens,
-                 enable_expert_parallel=layout.expert_parallel)
+                 max_num_batched_tokens=cap.settings.max_num_batched_tokens)
     plan.compute_dtype = r.dtype_used
     pm = sized_model(r, sizing)
     b = batch_candidates(int(limit))

@@ -22,7 +22,6 @@ from calculators.perf.roofline import (
     attention_read_efficiency,
     decode_terms,
     expert_read_slowdown,
-    experts_touched,
     prefill_terms,
 )
 from calculators.perf.serving import serving_metrics, slot_view
@@ -242,8 +241,7 @@ def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
     bs = batch / mb
     w = min(context_tokens, c.window_tokens)
     kv = _f(c.kv_full_bytes_per_token) * context_tokens + _f(c.kv_window_bytes_per_token) * w
-    touched = _f(experts_touched(c, bs))
-    busiest = " (the busiest GPU's, expert parallel)" if _f(c.expert_parallel_gpus) > 1 else ""
+    touched = 1 - (1 - c.expert_hit_fraction) ** bs
     slow, attn_eff = _f(expert_read_slowdown(c, e, bs)), _f(attention_read_efficiency(c, e, context_tokens))
     formula = ("step = (m + pp − 1) × (max(compute, memory) + all-reduce) + hand-offs + overhead; "
                "compute = B × (linear FLOP/token ÷ peak + attention FLOP/token/ctx × C ÷ 16-bit peak) ÷ eff_c; "
@@ -254,7 +252,7 @@ def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
            f"compute = {bs:g} × ({_f(c.linear_flop_per_token) / 1e9:,.3f} GFLOP ÷ {c.peak_flop_per_s / 1e12:,.1f} "
            f"TFLOP/s + {attn / 1e9:,.3f} GFLOP attention ÷ {c.attn_peak_flop_per_s / 1e12:,.1f} TFLOP/s)"
            f" ÷ {e.compute:.2f} = {_ms(t['compute_s'])}; memory = ({_f(c.dense_weight_bytes) / 1e9:,.2f} GB"
-           + (f" + {_f(c.expert_weight_bytes) / 1e9:,.2f} GB × {touched:.3f} touched{busiest} × {slow:.2f} slower"
+           + (f" + {_f(c.expert_weight_bytes) / 1e9:,.2f} GB × {touched:.3f} touched × {slow:.2f} slower"
               if c.expert_hit_fraction else "")
            + f") ÷ ({c.bandwidth_bytes_per_s / 1e9:,.0f} GB/s × {e.memory:.2f}) + {bs:g} × {kv / 1e6:,.2f} MB KV ÷ "
            f"({c.bandwidth_bytes_per_s / 1e9:,.0f} GB/s × {attn_eff:.2f}) = "

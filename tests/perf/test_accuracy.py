@@ -218,17 +218,6 @@ def test_a_row_is_predicted_with_the_engine_settings_it_ran_with():
         assert pred.loc[(row, "tpot"), "predicted"] == pytest.approx(float(expected["tpot_s"]))
 
 
-def test_a_row_with_expert_parallelism_is_predicted_with_it():
-    """``ep`` equal to ``tp`` on an MoE model: experts spread whole over the GPUs; no ``ep`` (or 1): sliced."""
-    moe = {"model": "Qwen/Qwen3-30B-A3B", "tp": 2, "gpu_count": 2}
-    pred = predict(comparable_rows(_frame(moe, moe | {"ep": 2}))).set_index(["row_id", "metric"])
-    for row, ep in ((0, False), (1, True)):
-        r = Roofline(get_model("Qwen/Qwen3-30B-A3B"), get_gpu("H100-SXM"), tensor_parallel_size=2,
-                     engine="vllm-v1", enable_expert_parallel=ep)
-        assert pred.loc[(row, "tpot"), "predicted"] == pytest.approx(float(serving_metrics(r, 16, 1000, 200)["tpot_s"]))
-    assert pred.loc[(1, "tpot"), "predicted"] > pred.loc[(0, "tpot"), "predicted"]
-
-
 def test_open_loop_rows_compare_what_the_load_can_state():
     # offered 4 req/s; served 3.7 (< 0.95 × 4 = 3.8: saturated) or 3.9 (not); unknown: neither TTFT nor throughput
     rate = {"load_mode": "request_rate", "concurrency": None, "request_rate": 4.0, "ttft_median_ms": 90.0,

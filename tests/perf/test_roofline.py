@@ -15,16 +15,7 @@ from calculators.errors import InvalidInputError
 from calculators.perf.curves import knee_batch, slo_batch
 from calculators.perf.latency_budget import latency_budget
 from calculators.perf.model import PerformanceModel
-from calculators.perf.roofline import (
-    Efficiencies,
-    Roofline,
-    crossover_batch_size,
-    expected_max_standard_normal,
-    expert_read_slowdown,
-    experts_touched,
-    prefill_terms,
-    ridge_point,
-)
+from calculators.perf.roofline import Efficiencies, Roofline, crossover_batch_size, prefill_terms, ridge_point
 from calculators.perf.serving import serving_metrics
 from calculators.perf.sweep import decode_sweep
 from calculators.report.perf import perf_document
@@ -226,17 +217,6 @@ def test_cli_perf_takes_sglangs_scheduler_recv_interval():
     assert p.returncode == 2 and "scheduler_recv_interval" in p.stderr
 
 
-def test_cli_perf_takes_vllms_enable_expert_parallel():
-    """The flag reaches the roofline: the CLI's TPOT is the expert-parallel roofline's, slower than sliced experts
-    at a small batch (the busiest GPU's experts)."""
-    args = ("perf", "--model", "Qwen/Qwen3-30B-A3B", "--gpu", "H100", "-tp", "2", "--batch-size", "4",
-            "--input-len", "1000", "--output-len", "200", "--json")
-    sliced, spread = (json.loads(_llmcap(*args, *extra).stdout) for extra in ((), ("--enable-expert-parallel",)))
-    r = Roofline(get_model("Qwen/Qwen3-30B-A3B"), get_gpu("H100"), tensor_parallel_size=2, enable_expert_parallel=True)
-    assert spread["tpot_s"] == pytest.approx(float(r.decode_step_time_s(4, 1000 + 100)), rel=1e-6)
-    assert spread["tpot_s"] > sliced["tpot_s"]
-
-
 def test_perf_concurrency_beyond_the_kv_cache_waits_for_a_slot():
     r = Roofline(get_model("meta-llama/Llama-3.1-8B-Instruct"), get_gpu("L4"))
     doc = perf_document(r, input_len=2000, output_len=500, concurrency=200)
@@ -249,35 +229,3 @@ def test_perf_concurrency_beyond_the_kv_cache_waits_for_a_slot():
     assert doc["requests_per_s"] == pytest.approx(m / (r_cycle - over))
     assert "wait" in doc["warning"] and f"holds {m} sequences" in doc["warning"]
     assert perf_document(r, input_len=2000, output_len=500, concurrency=4)["queue_wait_s"] == 0.0
-
-
-def test_expected_largest_of_n_standard_normals_matches_the_published_table():
-    # Tippett, Biometrika 17 (1925): mean of the largest of 2, 4, 8 standard normals 0.56419, 1.02938, 1.42360
-    assert [expected_max_standard_normal(n) for n in (1, 2, 4, 8)] == pytest.approx([0, 0.56419, 1.02938, 1.42360],
-                                                                                   abs=1e-4)
-
-
-def test_expert_parallel_steps_wait_for_the_busiest_gpus_experts():
-    """DeepSeek-R1 routes each token to 8 of 256 experts. 4 tokens touch p = 1 − (31/32)^4 = 0.119262 of them;
-    over 8 GPUs of 32 experts each, the busiest GPU's share is p + 1.42360 · √(p(1 − p)/32) = 0.200824. 64 tokens:
-    p = 0.868916, busiest 0.953849. Sliced over the GPUs (no expert parallelism) every GPU reads p."""
-    m, g = get_model("deepseek-ai/DeepSeek-R1"), get_gpu("H200")
-    sliced = Roofline(m, g, tensor_parallel_size=8)
-    spread = Roofline(m, g, tensor_parallel_size=8, enable_expert_parallel=True)
-    assert experts_touched(sliced.coefficients, [4, 64]) == pytest.approx([0.119262, 0.868916], abs=1e-6)
-    assert experts_touched(spread.coefficients, [4, 64]) == pytest.approx([0.200824, 0.953849], abs=1e-6)
-    assert experts_touched(spread.coefficients, 4096) == pytest.approx(1.0)
-    # the extra time is the extra expert bytes read at the expert read rate
-    c, e = spread.coefficients, spread.efficiencies
-    extra = (0.200824 - 0.119262) * float(c.expert_weight_bytes)
-    rate = c.bandwidth_bytes_per_s * e.memory / float(expert_read_slowdown(c, e, 4))
-    gap = spread.decode_breakdown(4, 2048)["memory_s"] - sliced.decode_breakdown(4, 2048)["memory_s"]
-    assert float(gap) == pytest.approx(extra / rate, rel=1e-4)
-
-
-def test_expert_parallelism_changes_nothing_for_a_dense_model_or_one_gpu():
-    for model, tp in (("meta-llama/Llama-3.1-70B", 4), ("Qwen/Qwen3-30B-A3B", 1)):
-        m, g = get_model(model), get_gpu("H100")
-        a = Roofline(m, g, tensor_parallel_size=tp).decode_step_time_s([1, 64], 1024)
-        b = Roofline(m, g, tensor_parallel_size=tp, enable_expert_parallel=True).decode_step_time_s([1, 64], 1024)
-        np.testing.assert_array_equal(a, b)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -161,20 +160,3 @@ def test_replicas_for_ttft_is_the_fewest_that_meets_the_target():
         assert fits.any() and got[i] == n[np.argmax(fits)], i
     assert got[4] == np.inf
     assert got[0] > start[0] + 8 and start[2] < got[2] <= start[2] + 8 and got[3] == start[3]  # all three paths
-
-
-
-def test_an_expert_parallel_layout_is_timed_as_expert_parallel():
-    """The planner serves an MoE model over 2+ GPUs with vLLM's --enable-expert-parallel; its TPOT is the
-    expert-parallel roofline's at the plan's batch and token budget (the step waits for the busiest GPU)."""
-    from calculators.perf.roofline import Roofline
-    from calculators.perf.serving import serving_metrics
-    model, h100 = get_model("Qwen/Qwen3-30B-A3B"), get_gpu("H100")
-    w = Workload(request_rate_per_s=5, input_len=1000, output_len=200, ttft_p99_s=None, tpot_p99_s=None)
-    plan = plan_layout(model, Layout(h100, 2, expert_parallel=True), w, max_model_len=8192)
-    assert plan.fits and plan.expert_parallel and "--enable-expert-parallel" in plan.vllm_serve
-    budget = int(re.search(r"--max-num-batched-tokens (\d+)", plan.vllm_serve)[1])
-    tpot = {ep: float(serving_metrics(Roofline(model, h100, tensor_parallel_size=2, enable_expert_parallel=ep,
-                                               max_num_batched_tokens=budget), plan.batch_size, 1000, 200)["tpot_s"])
-            for ep in (True, False)}
-    assert plan.tpot_s == pytest.approx(tpot[True], rel=1e-9) and tpot[True] > tpot[False]
