@@ -33,12 +33,12 @@ class PerformanceModel(Protocol):
     def step_time_s(self, batch: ArrayLike, context_tokens: ArrayLike, phase: str = "decode") -> np.ndarray: ...
 
 
-
 def scheduler_recv_interval(pm: PerformanceModel) -> int:
     """Decode steps between the scheduler's polls for new requests (SGLang's ``--scheduler-recv-interval``;
     a step with prompt tokens, or an idle engine, polls at once), 1 where the model states none (vLLM polls every
     step). See docs/performance-model.md §2."""
     return int(getattr(pm, "scheduler_recv_interval", 1))
+
 
 class _PhaseMethods(Protocol):
     """The two phase methods :class:`StepTimeMixin` dispatches to."""
