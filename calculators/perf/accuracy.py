@@ -79,10 +79,14 @@ METRICS = ("tpot", "ttft", "throughput")
 UNITS = {"tpot": "s", "ttft": "s", "throughput": "tokens/s per GPU"}
 LABELS = {"tpot": "TPOT", "ttft": "TTFT", "throughput": "output tokens/s per GPU"}
 MEASURED_KEYS: dict[str, tuple[str, ...]] = {
-    "tpot": ("tpot_median_ms", "itl_median_ms", "tpot_mean_ms", "token_latency_p50_ms", "tpot_ms"),
+    "tpot": ("tpot_median_ms", "itl_mean_ms", "itl_median_ms", "tpot_mean_ms", "token_latency_p50_ms", "tpot_ms"),
     "ttft": ("ttft_median_ms", "ttft_mean_ms", "ttft_ms"),
 }
-"""Measured latency keys [ms] in order of preference: the first one a row carries is used."""
+"""Measured latency keys [ms] in order of preference: the first one a row carries is used. A mean inter-token
+latency comes before the median: both are over every gap between tokens, but the mean is the total decode time
+÷ tokens whatever the arrivals, while the median depends on how arriving prompts bunch into steps (requests of
+one output length that start together finish together, so their successors' prompts land in a few steps and the
+median gap is the bare decode step), which a steady state with Poisson arrivals does not state."""
 ITL_KEYS = ("itl_median_ms", "token_latency_p50_ms")
 """TPOT keys that are medians over every gap between tokens, not over requests: compared with the median step
 (``itl_median_s``), in which the steps that carry a prompt are the tail, not with the mean step (TPOT)."""

@@ -264,6 +264,19 @@ def test_a_median_itl_is_compared_with_the_median_step():
     assert p[1] < p[0]  # 16 × 1,000 / 200 = 80 prompt tokens a step on average: the median step carries none
 
 
+def test_a_mean_itl_is_preferred_to_the_median_and_compared_with_tpot():
+    # Runpod's vLLM bench at 80 req/s under a cap of 256: mean ITL 27.75 ms, median 18.91 ms (bunched prompts)
+    rows = comparable_rows(_frame({"tpot_median_ms": None, "itl_mean_ms": 27.75, "itl_median_ms": 18.91},
+                                  {"tpot_median_ms": None, "itl_median_ms": 18.91}))
+    assert rows.set_index("row_id")["tpot_key"].tolist() == ["itl_mean_ms", "itl_median_ms"]
+    p = predict(rows)
+    p = p[p["metric"] == "tpot"].set_index("row_id")
+    assert p.loc[0, "measured"] == pytest.approx(0.02775)
+    m = serving_metrics(Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM")), 16, 1000, 200)
+    assert p.loc[0, "predicted"] == pytest.approx(float(m["tpot_s"]), rel=1e-9)       # the mean step
+    assert p.loc[1, "predicted"] == pytest.approx(float(m["itl_median_s"]), rel=1e-9)  # the median step
+
+
 def test_a_closed_loop_in_lockstep_compares_no_ttft():
     # every request the same lengths: they start and finish in waves, each TTFT waiting for its wave's prefill
     loop = {"ttft_median_ms": 900.0, "output_tok_s": 500.0}
