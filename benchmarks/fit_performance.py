@@ -5,9 +5,8 @@
 
 What is fitted (docs/performance-model.md §4): the reference set of :class:`~calculators.perf.roofline.Efficiencies`
 and the 8- and 4-bit compute shares (16 numbers); per GPU family a compute and a memory efficiency and a factor on
-the GPU-side per-layer costs; a factor on the software costs per engine generation, an older release's being its
-current release's × a factor all older releases share × its own — 42 numbers on the 16 sources
-with comparable rows (20 in the corpus), the per-family and per-engine ones drawn towards the reference by a
+the GPU-side per-layer costs; a factor on the software costs per engine generation — 41 numbers on the 14 sources
+with comparable rows (18 in the corpus), the per-family and per-engine ones drawn towards the reference by a
 Gaussian prior so that a family or engine seen in one source moves only as far as its rows insist (``--engine-sd``:
 the prior's width on the engine-generation factors; a narrower one leaves fewer free parameters in effect, and is
 kept only if it predicts left-out sources better). The loss is a robust (Cauchy, scale 0.3) sum of the log-ratios
@@ -55,12 +54,6 @@ REFERENCE = [("compute", "logit", 0.7, 1.5), ("memory", "logit", 0.8, 1.5), ("st
              ("fp4_compute_share", "logit", 0.75, 1.0)]
 FAMILY_SD, ENGINE_SD = 0.7, 0.7
 ENGINES = ("sglang", "sglang-old", "trtllm", "trtllm-old", "vllm-v0", "lmdeploy", "atom")
-#: Each older generation's current one (None: vLLM V1, the reference). An older release's factor is its current
-#: release's × one factor shared by every older release × its own log-deviation (prior sd as the engines'), so
-#: an older release seen in one source only (SGLang before 0.5: dstack's) is not left at the current one's costs
-#: when that source is held out: the older releases of all three lacked the same things (overlapped scheduling,
-#: decode steps captured whole), docs/performance-model.md §4.
-OLDER = {"sglang-old": "sglang", "trtllm-old": "trtllm", "vllm-v0": None}
 METRIC_WEIGHT = {"tpot": 1.0, "ttft": 0.5, "throughput": 1.0}
 SCALE = 0.3
 
@@ -75,19 +68,18 @@ def _from(transform: str, x: float) -> float:
 
 class Space:
     """θ ↔ Profile: the reference (16), per-family memory and compute logit offsets and GPU-side cost
-    log-factors, engine log-factors (an older generation's: its deviation from :data:`OLDER`'s rule), and the
-    older releases' shared log-factor."""
+    log-factors, engine log-factors."""
 
     def __init__(self, families: list[str], engine_sd: float = ENGINE_SD, moe_sd: float | None = None) -> None:
         self.families = families
         self.names = ([n for n, *_ in REFERENCE] + [f"family:{f}" for f in families]
                       + [f"compute:{f}" for f in families] + [f"overhead:{f}" for f in families]
-                      + [f"engine:{e}" for e in ENGINES] + ["engine:older releases"])
+                      + [f"engine:{e}" for e in ENGINES])
         self.mean = np.array([_to(t, v) for _, t, v, _ in REFERENCE] + [0.0] * (len(self.names) - len(REFERENCE)))
         reference_sd = [moe_sd if moe_sd is not None and n == "moe_expert_efficiency" else sd
                         for n, _, _, sd in REFERENCE]
         self.sd = np.array(reference_sd + [FAMILY_SD] * 3 * len(families)
-                           + [engine_sd] * (len(ENGINES) + 1))
+                           + [engine_sd] * len(ENGINES))
 
     def profile(self, theta: np.ndarray) -> Profile:
         ref = {n: _from(t, theta[i]) for i, (n, t, _, _) in enumerate(REFERENCE)}
@@ -97,11 +89,7 @@ class Space:
                    "memory": _from("logit", theta[1] + theta[k + j]),
                    "overhead_factor": float(np.exp(theta[k + 2 * n + j]))} for j, f in enumerate(self.families)}
         k += 3 * n
-        log_factor = dict(zip(ENGINES, theta[k:k + len(ENGINES)], strict=True))
-        older = theta[k + len(ENGINES)]
-        for e, current in OLDER.items():
-            log_factor[e] += older + (log_factor[current] if current else 0.0)
-        eng = {e: {"overhead_factor": float(np.exp(v))} for e, v in log_factor.items()}
+        eng = {e: {"overhead_factor": float(np.exp(theta[k + j]))} for j, e in enumerate(ENGINES)}
         return Profile.model_validate({"reference": ref, "family": fam, "engine": eng})
 
 
