@@ -49,7 +49,7 @@ class ContinuousRun:
         self.wl = wl
         n = self.n = wl.num_requests
         self.inp, self.out = wl.input_tokens.tolist(), wl.output_tokens.tolist()
-        self.think = wl.think_s.tolist() if wl.think_s is not None else None
+        self.closed = wl.closed_loop is not None
         self.overhead = float(pm.request_overhead_s)
         self.recv_interval = self.recv_count = scheduler_recv_interval(pm)  # the first loop polls
         self.block_size, self.budget_max, self.max_seqs = pol.block_size, pol.max_num_batched_tokens, pol.max_num_seqs
@@ -157,10 +157,10 @@ class ContinuousRun:
                 self.waiting.append(i)
 
     def release_next_user(self, at: float, i: int) -> None:
-        """Closed loop: request ``i``'s user sends the next request after its think time; it reaches the engine
-        ``request_overhead_s`` later."""
-        if self.think is not None and self.next_id < self.n:
-            heapq.heappush(self.arrivals, (at + self.think[i] + self.overhead, self.next_id))
+        """Closed loop: request ``i``'s user sends the next request, which reaches the engine
+        :meth:`~calculators.sim.workload.Workload.reissue_s` later."""
+        if self.closed and self.next_id < self.n:
+            heapq.heappush(self.arrivals, (at + self.wl.reissue_s(i, self.next_id, self.overhead), self.next_id))
             self.next_id += 1
 
     # ----------------------------------------------------------------- 2.–4. scheduling

@@ -28,6 +28,9 @@ Approximations (stated so that a reader can defend or discount the numbers):
 - Static batching: a batch starts when ``max_batch_size`` requests wait or the oldest has waited
   ``max_wait_ms``; it prefills all prompts padded to the longest and decodes, padded, until its
   longest output is done. Requests are returned when the batch ends (``return_at_batch_end``).
+- A closed-loop user's next request reaches the engine ``request_overhead_s`` after the previous one left it,
+  split at a uniform random share between the two requests (:meth:`~calculators.sim.workload.Workload.reissue_s`),
+  so arrivals do not lock to the step clock.
 - ITL samples are step durations weighted by the sequences decoding in them; the gap a preempted
   request sees while it waits to be recomputed is not counted as an ITL (it is in its TPOT).
 

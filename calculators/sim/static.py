@@ -30,7 +30,7 @@ class StaticRun:
         self.pm, self.wl, self.pol = pm, wl, pol
         n = self.n = wl.num_requests
         self.inp, self.out = wl.input_tokens.tolist(), wl.output_tokens.tolist()
-        self.think = wl.think_s.tolist() if wl.think_s is not None else None
+        self.closed = wl.closed_loop is not None
         self.overhead = float(pm.request_overhead_s)
         self.block_size, self.bmax, self.wait_s = pol.block_size, pol.max_batch_size, pol.max_wait_ms / 1e3
         self.num_blocks = pol.num_blocks if pol.num_blocks is not None else UNLIMITED_BLOCKS
@@ -84,10 +84,10 @@ class StaticRun:
             self.events_log.append((ta, 1, 0, 0))
 
     def release_next_user(self, at: float, i: int) -> None:
-        """Closed loop: request ``i``'s user sends the next request after its think time; it reaches the engine
-        ``request_overhead_s`` later."""
-        if self.think is not None and self.next_id < self.n:
-            heapq.heappush(self.arrivals, (at + self.think[i] + self.overhead, self.next_id))
+        """Closed loop: request ``i``'s user sends the next request, which reaches the engine
+        :meth:`~calculators.sim.workload.Workload.reissue_s` later."""
+        if self.closed and self.next_id < self.n:
+            heapq.heappush(self.arrivals, (at + self.wl.reissue_s(i, self.next_id, self.overhead), self.next_id))
             self.next_id += 1
 
     def batch_start(self) -> float:

@@ -254,10 +254,22 @@ class Workload:
     think_s: np.ndarray | None = None
     offered_rate_per_s: float | None = None
     meta: dict = field(default_factory=dict, compare=False)
+    overhead_share: np.ndarray | None = None
 
     @property
     def num_requests(self) -> int:
         return int(self.input_tokens.size)
+
+    def reissue_s(self, i: int, j: int, request_overhead_s: float) -> float:
+        """Closed loop: how long after request ``i`` ends in the engine its user's next request ``j`` reaches
+        the engine [s]: the rest of ``i``'s ``request_overhead_s`` (its last tokens streamed back), the user's
+        think time, and the share of ``j``'s before the engine (API server, tokenisation). Each request's
+        share (:attr:`overhead_share`) is uniform on [0, 1): a fixed split would lock arrivals to the
+        engine's step clock, and the wait for the next step would swing between none and a whole step with
+        the ratio of the overhead to the step time, where the closed forms take half a step."""
+        assert self.think_s is not None and self.overhead_share is not None  # a closed-loop workload
+        share = self.overhead_share
+        return float((1.0 - share[i]) * request_overhead_s + self.think_s[i] + share[j] * request_overhead_s)
 
 
 def make_workload(arrivals: ArrivalProcess | ClosedLoop, input_len: LengthDistribution | ArrayLike,
@@ -278,7 +290,7 @@ def make_workload(arrivals: ArrivalProcess | ClosedLoop, input_len: LengthDistri
         Seed of the :class:`numpy.random.Generator`; arrivals, input and output lengths each draw
         from their own spawned stream, so changing one distribution leaves the others unchanged.
     """
-    a_rng, i_rng, o_rng, t_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4))
+    a_rng, i_rng, o_rng, t_rng, s_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5))
     ind, outd = as_length_dist(input_len), as_length_dist(output_len)
     if isinstance(arrivals, ClosedLoop):
         positive_int("concurrency", arrivals.concurrency)
@@ -286,7 +298,8 @@ def make_workload(arrivals: ArrivalProcess | ClosedLoop, input_len: LengthDistri
             raise InvalidInputError("num_requests", None, "a number of requests for a closed-loop workload")
         n = int(positive_int("num_requests", num_requests, scalar=True))
         think = (t_rng.exponential(arrivals.think_time_s, n) if arrivals.think_time_s > 0 else np.zeros(n))
-        return Workload(ind.sample(i_rng, n), outd.sample(o_rng, n), None, arrivals, think)
+        return Workload(ind.sample(i_rng, n), outd.sample(o_rng, n), None, arrivals, think,
+                        overhead_share=s_rng.random(n))
     if not isinstance(arrivals, ArrivalProcess):
         raise InvalidInputError("arrivals", arrivals, "Poisson, Gamma, Constant or ClosedLoop")
     if num_requests is not None:

@@ -110,14 +110,27 @@ def test_no_contention_matches_the_performance_model(roofline):
 
 def test_request_overhead_adds_to_ttft_and_delays_the_next_closed_loop_request():
     pm = ConstantStepModel(decode_s=0.010, prefill_s_per_token=1e-4, request_overhead_s=0.05)
-    res = simulate(pm, make_workload(ClosedLoop(1), 100, 50, num_requests=4, seed=0))
-    r = res.requests
+    wl = make_workload(ClosedLoop(1), 100, 50, num_requests=4, seed=0)
+    r = simulate(pm, wl).requests
     # a 10 ms prefill step and 50 ms outside the engine; then 49 decode steps of 10 ms
     np.testing.assert_allclose(r["ttft_s"], 0.060)
     np.testing.assert_allclose(r["e2e_s"], 0.060 + 0.490)
-    # the user's next request reaches the engine 50 ms after the previous one finished there (0.50 s)
-    np.testing.assert_allclose(np.diff(r["arrival_s"]), 0.550)
+    # the user's next request reaches the engine 50 ms after the previous one finished there (0.50 s after it
+    # arrived), split around the user: the rest of the previous request's 50 ms (its last tokens streamed back)
+    # and the next one's share before the engine
+    s = wl.overhead_share
+    np.testing.assert_allclose(np.diff(r["arrival_s"]), 0.500 + 0.05 * (1 - s[:-1]) + 0.05 * s[1:])
     assert (r["queue_wait_s"] == 0).all()
+
+
+@pytest.mark.parametrize("overhead_s", [0.020, 0.025])
+def test_closed_loop_arrivals_do_not_lock_to_the_step_clock(overhead_s):
+    # 8 users, 10 ms decode steps: a request reaches a busy engine at a random point of a step and waits half a
+    # step for it to end on average (5 ms), whether its 20 ms outside the engine is a whole number of steps
+    # (with a fixed split it would arrive exactly as a step ends and wait none or a whole step) or not.
+    pm = ConstantStepModel(decode_s=0.010, prefill_s_per_token=1e-6, request_overhead_s=overhead_s)
+    r = simulate(pm, make_workload(ClosedLoop(8), 100, 50, num_requests=8 * 200, seed=3)).requests
+    assert r["queue_wait_s"].iloc[8:].mean() == pytest.approx(0.005, abs=0.001)
 
 
 @pytest.mark.parametrize(("k", "scheduled_s"), [(1, 0.060), (4, 0.090)])
