@@ -325,6 +325,31 @@ def weight_bytes_per_gpu(model: ModelSpec, **kw) -> np.ndarray:
     return weight_bytes_per_stage(model, **kw).max(axis=0)
 
 
+def gathered_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike = 1,
+                             pipeline_parallel_size: int = 1, quantization: str | None = None,
+                             dtype: str = "auto") -> np.ndarray:
+    """Weight bytes on one GPU of each stage that a forward pass looks up by row or skips instead of reading
+    whole [bytes], shape ``(pp, *broadcast(tp))``: the rotary cos/sin cache (rows of the positions in the step),
+    and on the first stage the token embedding (rows of the step's tokens; unless it is also the LM head, which
+    reads it whole), Gemma 3n/4's per-layer input embeddings (looked up the same way) and the vision or audio
+    encoder (run on a request's media at its prefill, not in a text forward pass)."""
+    tp = check_tensor_parallel(model, tensor_parallel_size).astype(np.float64)
+    s = dtype_bytes(model.torch_dtype if dtype == "auto" else dtype)
+    embed, _ = _embedding_bytes(model, resolve_quantization(model, quantization), s, tp)
+    pp = len(pp_layer_partition(model.num_hidden_layers, pipeline_parallel_size))
+    rope = np.zeros_like(tp) + model.rope_cache_positions * model.rotary_dim * s
+    token_embedding = 0.0 if model.tie_word_embeddings and pp == 1 else embed
+    first = rope + token_embedding + _per_layer_embedding_bytes(model, s, tp) + model.encoder_params * s / tp
+    return np.stack([first] + [rope] * (pp - 1))
+
+
+def step_read_bytes_per_gpu(model: ModelSpec, **kw) -> np.ndarray:
+    """Weight bytes a forward pass reads whole on the most loaded GPU [bytes]: the weights less what it looks
+    up by row (:func:`gathered_bytes_per_stage`); ``kw`` as :func:`weight_bytes_per_stage`, with no expert
+    parallelism or layout options."""
+    return (weight_bytes_per_stage(model, **kw) - gathered_bytes_per_stage(model, **kw)).max(axis=0)
+
+
 def parameter_counts(model: ModelSpec) -> dict[str, float]:
     """Total and active parameters [count], from the architecture.
 

@@ -34,7 +34,7 @@ from calculators.memory.weights import (
     resolve_quantization,
     shard,
     stage_linear_sums,
-    weight_bytes_per_gpu,
+    step_read_bytes_per_gpu,
 )
 from calculators.perf.coefficients import DEFAULT_ENGINE, Profile, load_fit, resolved
 from calculators.perf.model import StepTimeMixin
@@ -297,8 +297,8 @@ def _coefficients(r: Roofline) -> Coefficients:
     frac = layers / m.num_hidden_layers
     sums = stage_linear_sums(m, q, s, 0, m.num_hidden_layers)
     experts = sums["experts"][0] * shard(m, "experts", tp) * frac * expert_rank_padding(m, q, tp, None)
-    total = weight_bytes_per_gpu(m, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=q,
-                                 dtype=r.dtype)
+    total = step_read_bytes_per_gpu(m, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=q,
+                                    dtype=r.dtype)
     hit = m.num_experts_per_tok / m.num_experts if m.is_moe else 0.0
     params = (sum(sums[k][1] * shard(m, k, tp) for k in ("tp", "kv", "global_kv", "none"))
               + sums["experts"][1] * hit / tp)

@@ -7,7 +7,9 @@ import pytest
 from calculators.errors import InvalidInputError
 from calculators.memory.weights import (
     expert_rank_padding,
+    gathered_bytes_per_stage,
     parameter_counts,
+    step_read_bytes_per_gpu,
     weight_bytes_per_gpu,
     weight_bytes_per_stage,
 )
@@ -68,6 +70,21 @@ def test_tensor_parallel_splits_and_pp_places_embeddings():
     assert four == pytest.approx(one / 4, rel=0.01)
     first, last = weight_bytes_per_stage(m, pipeline_parallel_size=2).ravel().tolist()
     assert first == pytest.approx(last, rel=1e-3)  # 40 layers each; embedding on the first, LM head on the last
+
+
+def test_a_forward_pass_reads_the_weights_less_the_rows_it_looks_up():
+    # Llama-3.1-8B (LM head untied): 8,030,261,248 × 2 B of weights less the token embedding, 128,256 × 4,096 × 2 B
+    # (rows looked up); the cos/sin cache, 131,072 positions × 128 × 2 B, is held but looked up by position too.
+    m = get_model("meta-llama/Llama-3.1-8B")
+    assert weight_bytes_per_gpu(m) == 8_030_261_248 * 2 + 131_072 * 128 * 2
+    assert step_read_bytes_per_gpu(m) == 8_030_261_248 * 2 - 128_256 * 4096 * 2
+    # Llama-3.2-1B ties the embedding to the LM head, which reads it whole: only the cos/sin cache
+    # (131,072 × 64 × 2 B) is looked up. Split over two stages the LM head has its own copy on the last,
+    # so the first stage's 128,256 × 2,048 × 2 B embedding is looked up by row.
+    tied = get_model("meta-llama/Llama-3.2-1B")
+    assert gathered_bytes_per_stage(tied).ravel().tolist() == [131_072 * 64 * 2]
+    assert gathered_bytes_per_stage(tied, pipeline_parallel_size=2).ravel().tolist() == [
+        131_072 * 64 * 2 + 128_256 * 2048 * 2, 131_072 * 64 * 2]
 
 
 def test_experts_split_by_expert_parallel_size():

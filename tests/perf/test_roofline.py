@@ -26,9 +26,10 @@ IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_lat
                      prefill_moe_layer_overhead_s=0.0, moe_small_batch_penalty=0.0,
                      moe_layer_overhead_s=0.0, moe_expert_efficiency=1.0, mla_attention=1.0,
                      request_overhead_s=0.0)
-# Llama-3.1-8B by hand: weights 8,030,261,248 × 2 B + cos/sin cache 131,072 × 128 × 2 B;
+# Llama-3.1-8B by hand: a step reads the weights, 8,030,261,248 × 2 B, less the token embedding's
+# 128,256 × 4,096 × 2 B (it looks up the rows of its tokens; the LM head is a matrix of its own);
 # linear FLOP/token 2 × (32 × 218,103,808 linear weights + 525,336,576 LM head) = 15,009,316,864.
-W_8B = 8_030_261_248 * 2 + 131_072 * 128 * 2
+W_8B = 8_030_261_248 * 2 - 128_256 * 4096 * 2
 F_8B = 2 * (32 * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336) + 128_256 * 4096)
 KV_8B = 131_072
 ATTN_8B = 4 * 32 * 128 * 32  # QKᵀ and AV, 2 FLOP per multiply-add, 32 heads × 128 × 32 layers

@@ -16,7 +16,7 @@ IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_lat
                      prefill_moe_layer_overhead_s=0.0, moe_small_batch_penalty=0.0,
                      moe_layer_overhead_s=0.0, moe_expert_efficiency=1.0, mla_attention=1.0,
                      request_overhead_s=0.0)
-W_8B = 8_030_261_248 * 2 + 131_072 * 128 * 2   # Llama-3.1-8B weights + rotary cache [bytes]
+W_8B = 8_030_261_248 * 2 - 128_256 * 4096 * 2  # Llama-3.1-8B weights less the token embedding [bytes]
 KV_8B = 131_072                                 # KV bytes per token, 32 layers × 2 × 8 heads × 128 × 2 B
 BW_H100 = 3.35e12
 
