@@ -22,10 +22,10 @@ BY = {"gpu_family": "gpu_family", "source": "source_id"}
 _OTHER = {"gpu_family": "source_id", "source_id": "gpu_family"}
 
 
-def _pct(x: float, signed: bool = False) -> str:
+def _pct(x: float, signed: bool = False, decimals: int = 0) -> str:
     if x is None or not math.isfinite(x):
         return "—"
-    return f"{100 * x:+.0f}%" if signed else f"{100 * x:.0f}%"
+    return f"{100 * x:+.{decimals}f}%" if signed else f"{100 * x:.{decimals}f}%"
 
 
 def _verdict(met: bool) -> str:
@@ -72,14 +72,15 @@ def per_source_lines(report: AccuracyReport, metric: str) -> list[str]:
 
 
 def target_lines(report: AccuracyReport, metric: str) -> list[str]:
-    """The metric's two targets, uncorrected and LOSO, each "met" or "missed"."""
+    """The metric's two targets, uncorrected and LOSO, each "met" or "missed"; the median |error| to one decimal,
+    so that 15.5 % (missed) does not read as 15 %."""
     t = report.targets[report.targets["metric"] == metric].set_index(["check", "stage"])
     if t.empty:
         return []
     out = []
     mae = [(s, t.loc[("median |error|", s)]) for s in ("uncorrected", "LOSO")]
     out.append(f"  target median |error| ≤ {TARGETS[metric]:.0%}: " + "; ".join(
-        f"{s} {_pct(r['value'])} {_verdict(bool(r['met']))}" for s, r in mae))
+        f"{s} {_pct(r['value'], decimals=1)} {_verdict(bool(r['met']))}" for s, r in mae))
     bias = [(s, t.loc[("GPU-family bias", s)]) for s in ("uncorrected", "LOSO")]
     out.append(f"  target every GPU family's bias within ±{BIAS_TARGET:.0%}: " + "; ".join(
         f"{s} {_verdict(bool(r['met']))}" + (f" ({r['detail']})" if r["detail"] else "") for s, r in bias))

@@ -30,6 +30,7 @@ from calculators.perf.coefficients import load_fit
 from calculators.perf.measurements import load_measurements
 from calculators.perf.roofline import Roofline
 from calculators.perf.serving import serving_metrics, static_batch_metrics
+from calculators.report.accuracy_text import target_lines
 from calculators.specs.catalog import get_gpu, get_model
 
 BASE = {"source_id": "a", "engine": "vllm", "gpu": "H100 SXM 80GB", "gpu_count": 1, "model": "meta-llama/Llama-3.1-8B",
@@ -395,6 +396,18 @@ def test_corpus_rows_are_either_compared_or_skipped_with_a_reason(report):
     assert s.skipped["reason"].notna().all() and (s.skipped["reason"].str.len() > 0).all()
     assert set(s.rows["row_id"]).isdisjoint(s.skipped["row_id"])
     assert len(s.rows) + len(s.skipped) == len(load_measurements())
+
+
+def test_a_target_line_prints_the_median_to_a_decimal_beside_its_verdict(report):
+    # 15.5 % against a 15 % target is missed; printed as "15 %" it would read as met.
+    t = report.targets.set_index(["metric", "check", "stage"])
+    for metric in ("tpot", "ttft", "throughput"):
+        line = target_lines(report, metric)[0]
+        for stage in ("uncorrected", "LOSO"):
+            row = t.loc[(metric, "median |error|", stage)]
+            verdict = "met" if row["met"] else "missed"
+            assert f"{stage} {100 * row['value']:.1f}% {verdict}" in line
+            assert bool(row["met"]) == (row["value"] <= row["target"])
 
 
 def test_report_json_has_every_part(report):
