@@ -245,7 +245,9 @@ class ClosedLoop:
 
 @dataclass(frozen=True)
 class Workload:
-    """Requests to simulate: arrival times [s] (``None`` for closed loop) and token counts."""
+    """Requests to simulate: arrival times [s] (``None`` for closed loop) and token counts; for a closed loop,
+    each request's think time [s] and the share of the request overhead it spends before the engine
+    (``overhead_share``, :meth:`reissue_s`)."""
 
     input_tokens: np.ndarray
     output_tokens: np.ndarray
@@ -267,9 +269,11 @@ class Workload:
         share (:attr:`overhead_share`) is uniform on [0, 1): a fixed split would lock arrivals to the
         engine's step clock, and the wait for the next step would swing between none and a whole step with
         the ratio of the overhead to the step time, where the closed forms take half a step."""
-        assert self.think_s is not None and self.overhead_share is not None  # a closed-loop workload
+        think = 0.0 if self.think_s is None else float(self.think_s[i])
+        if self.overhead_share is None:  # built by hand without shares: all of it before the engine
+            return think + request_overhead_s
         share = self.overhead_share
-        return float((1.0 - share[i]) * request_overhead_s + self.think_s[i] + share[j] * request_overhead_s)
+        return float((1.0 - share[i]) * request_overhead_s + think + share[j] * request_overhead_s)
 
 
 def make_workload(arrivals: ArrivalProcess | ClosedLoop, input_len: LengthDistribution | ArrayLike,

@@ -28,6 +28,7 @@ from calculators.sim.workload import (
     Gamma,
     LogNormal,
     Poisson,
+    Workload,
     bimodal,
     lognormal_params,
     make_workload,
@@ -121,6 +122,14 @@ def test_request_overhead_adds_to_ttft_and_delays_the_next_closed_loop_request()
     s = wl.overhead_share
     np.testing.assert_allclose(np.diff(r["arrival_s"]), 0.500 + 0.05 * (1 - s[:-1]) + 0.05 * s[1:])
     assert (r["queue_wait_s"] == 0).all()
+
+
+def test_a_closed_loop_workload_built_by_hand_spends_its_overhead_before_the_engine():
+    # No think times or overhead shares given: the next request reaches the engine the whole 50 ms after the
+    # previous one left it (a 10 ms prefill step and 49 decode steps of 10 ms: 0.55 s apart).
+    pm = ConstantStepModel(decode_s=0.010, prefill_s_per_token=1e-4, request_overhead_s=0.05)
+    wl = Workload(np.full(3, 100), np.full(3, 50), None, ClosedLoop(1))
+    np.testing.assert_allclose(np.diff(simulate(pm, wl).requests["arrival_s"]), 0.550)
 
 
 @pytest.mark.parametrize("overhead_s", [0.020, 0.025])
