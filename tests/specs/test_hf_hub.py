@@ -17,6 +17,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import huggingface_hub.constants
 import pytest
 
 from calculators.cli.flags import resolve_model
@@ -110,6 +111,9 @@ def hub(tmp_path, monkeypatch):
     for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE",
                  "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
+    # huggingface_hub reads HF_HUB_OFFLINE once, at import: where an earlier test in this process imported it
+    # under conftest's HF_HUB_OFFLINE=1, its HTTP session would refuse to reach the local Hub
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     try:
         yield endpoint
     finally:
