@@ -6,9 +6,14 @@ import copy
 import json
 import re
 
+import numpy as np
+import pandas as pd
 import pytest
 
+from calculators.memory.kv_cache import kv_bytes_per_sequence
+from calculators.memory.weights import weight_bytes_per_stage
 from calculators.perf import measurements as meas
+from calculators.perf.accuracy import comparable_rows
 from calculators.perf.measurements import (
     GPUS,
     HELD_OUT,
@@ -20,7 +25,7 @@ from calculators.perf.measurements import (
     parse_file,
     unit_of,
 )
-from calculators.specs.catalog import load_gpus
+from calculators.specs.catalog import get_gpu, get_model, load_gpus
 
 GOOD_ROW = {
     "source_id": "dstack",
@@ -256,3 +261,52 @@ def test_readme_counts_match_the_files():
     for sid, n in counts.items():
         assert f"| `{sid}` | {n} |" in text, sid
     assert f"{len(load_measurements()):,} rows from {len(counts)} sources" in text
+
+
+def _kv_read_per_token(row: dict) -> float:
+    """KV bytes [B] one GPU reads per output token of ``row``, averaged over its decode: the step at context c reads
+    the c tokens each layer keeps (windowed layers at most their window), for c = I … I + O − 1."""
+    context = row["input_len"] + np.arange(row["output_len"])
+    per_sequence = kv_bytes_per_sequence(get_model(row["model_id"]), context, tensor_parallel_size=row["tp"],
+                                         pipeline_parallel_size=row["pp"], kv_cache_dtype=row["kv_dtype"])
+    return float(np.mean(per_sequence))
+
+
+def test_no_throughput_beats_the_memory_bandwidth_its_kv_cache_needs():
+    # Each output token makes its GPU read the KV cache of its sequence once, so no engine can generate more tokens/s
+    # per GPU than HBM bandwidth / (KV bytes read per token × GPUs it is split over), whatever its batch (weights
+    # and activations only lower it). A row above that bound states a KV dtype wider than the run used.
+    # Worked by hand: Llama-3.1-8B with a 16-bit cache keeps 2 · 32 layers · 8 heads · 128 · 2 B = 131,072 B a
+    # token; 128 in / 4,096 out averages 2,175.5 tokens of context, so an H100 (3,350 GB/s) tops out at
+    # 3.35e12 / (131,072 · 2,175.5) = 11,748 tokens/s, below the 14,325 TensorRT-LLM publishes for its FP8
+    # checkpoint: that checkpoint's cache is FP8 (65,536 B a token; bound 23,497).
+    rows = comparable_rows().dropna(subset=["measured_throughput"])
+    over = []
+    for row in rows.to_dict("records"):
+        bound = get_gpu(row["catalog_gpu"]).memory_bandwidth_bytes_per_s / (_kv_read_per_token(row) * row["tp"])
+        if row["measured_throughput"] > bound:
+            over.append((row["source_id"], row["source_row"], row["model"], row["kv_dtype"], round(bound)))
+    assert not over, over
+    h100 = get_gpu("H100-SXM").memory_bandwidth_bytes_per_s
+    assert h100 / (131_072 * 2_175.5) == pytest.approx(11_748, abs=1)
+
+
+def test_every_tensorrt_llm_static_batch_fits_in_its_gpus():
+    # TensorRT-LLM's static-batch benchmark (gptSessionBenchmark) holds every sequence of the batch at once, so
+    # weights + batch · (I + O) · KV bytes per token must fit in one GPU's memory. Worked by hand: the H200 launch
+    # post's Llama-2-13B batch of 1,024 at 128 + 128 tokens needs 1,024 · 256 · 819,200 B = 214.7 GB of 16-bit
+    # cache, more than the H200's 141 GB; with FP8 (409,600 B a token) it is 107.4 GB beside 13 GB of weights.
+    rows = comparable_rows()
+    rows = rows[(rows["engine"] == "trtllm") & (rows["load"] == "static_batch")].drop_duplicates("row_id")
+    over = []
+    for row in rows.to_dict("records"):
+        model = get_model(row["model_id"])
+        quantization = None if pd.isna(row["quantization"]) else row["quantization"]
+        weights = weight_bytes_per_stage(model, tensor_parallel_size=row["tp"], pipeline_parallel_size=row["pp"],
+                                         quantization=quantization).max()
+        kv = kv_bytes_per_sequence(model, row["input_len"] + row["output_len"], tensor_parallel_size=row["tp"],
+                                   pipeline_parallel_size=row["pp"], kv_cache_dtype=row["kv_dtype"])
+        if weights + row["batch"] * float(kv) > get_gpu(row["catalog_gpu"]).memory_bytes:
+            over.append((row["source_id"], row["source_row"], row["model"], row["batch"], row["kv_dtype"]))
+    assert not over, over
+    assert 1_024 * 256 * 819_200 == pytest.approx(214.7e9, rel=1e-3)
