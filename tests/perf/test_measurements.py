@@ -158,8 +158,8 @@ def test_flags_and_derived_metrics_are_consistent():
     assert sum(bool(m.extra.get("disaggregated")) for m in rows) > 500
     assert sum(m.extra.get("spec_decoding") == "mtp" for m in rows) > 300
     lockstep = [m for m in rows if m.extra.get("lockstep")]  # fixed lengths stated in the notes
-    assert lockstep and all(m.load_mode == "concurrency" and ("random_range_ratio=1" in (m.notes or "")
-                                                               or "generated-shared-prefix" in (m.notes or ""))
+    fixed = ("random_range_ratio=1", "generated-shared-prefix", "fixed lengths")
+    assert lockstep and all(m.load_mode == "concurrency" and any(f in (m.notes or "") for f in fixed)
                             for m in lockstep)
     mlperf = [m for m in rows if m.source_id == "mlperf_inference_v5.1"]
     assert mlperf and all(m.input_len is None and m.output_len is None for m in mlperf)
