@@ -5,8 +5,8 @@
 
 What is fitted (docs/performance-model.md §4): the reference set of :class:`~calculators.perf.roofline.Efficiencies`
 and the 8- and 4-bit compute shares (16 numbers); per GPU family a compute and a memory efficiency and a factor on
-the GPU-side per-layer costs; a factor on the software costs per engine generation — 41 numbers on the 16 sources
-with comparable rows (20 in the corpus), the per-family and per-engine ones drawn towards the reference by a
+the GPU-side per-layer costs; a factor on the software costs per engine generation — 41 numbers on the 17 sources
+with comparable rows (21 in the corpus), the per-family and per-engine ones drawn towards the reference by a
 Gaussian prior so that a family or engine seen in one source moves only as far as its rows insist (``--engine-sd``:
 the prior's width on the engine-generation factors; a narrower one leaves fewer free parameters in effect, and is
 kept only if it predicts left-out sources better). The loss is a robust (Cauchy, scale 0.3) sum of the log-ratios

@@ -204,6 +204,16 @@ def test_spot_check_sglang_cookbook():
         "tpot_median_ms": 17.46, "output_tok_s": 795.3}
 
 
+def test_spot_check_l40s_study():
+    # https://github.com/TechBroMoho/quantized-llm-serving/blob/1b5b81838b1b94858ab793dafb7741d3e755ba5a/results/perf/phase6/results_table.md
+    # bf16, c128 (Qwen3-8B on one L40S, vLLM 0.10.2, 512 in / 256 out): 1943.7 output tok/s, TTFT p50 166.3 ms,
+    # TPOT p50 65.5 ms; the point's summary.json (b158aeb) carries them unrounded.
+    m = _find("techbromoho_quantized_llm_serving", "bf16-20260924T003034Z/c128/", precision="bf16")
+    assert (m.gpu, m.tp, m.concurrency, m.input_len, m.output_len, m.engine_version) == ("L40S", 1, 128, 512, 256,
+                                                                                           "0.10.2")
+    assert round(m.metrics["output_tok_s"], 1) == 1943.7
+    assert round(m.metrics["ttft_median_ms"], 1) == 166.3 and round(m.metrics["tpot_median_ms"], 1) == 65.5
+
 def test_spot_check_inferencex_engine_settings():
     # https://github.com/SemiAnalysisAI/InferenceX/blob/4f630348d98c7c163f9b0fd76c5814d8db43560e/benchmarks/single_node/dsr1_fp8_b200.sh
     # SGLang on 8 x B200 (FP8): --chunked-prefill-size 32768, --scheduler-recv-interval 30 at concurrency >= 16,
