@@ -104,6 +104,11 @@ ENGINE_MAX_BATCH = {"vllm-v0": 256, "vllm-v1": 256, "trtllm": 2048, "trtllm-old"
 corpus holds, https://docs.vllm.ai/en/v0.8.3/serving/engine_args.html), TensorRT-LLM's ``max_batch_size``
 (2048, https://nvidia.github.io/TensorRT-LLM/commands/trtllm-build.html), LMDeploy's ``max_batch_size`` (256 on
 datacentre GPUs). SGLang and ATOM have none: their KV pool is the limit."""
+TRTLLM_FREE_GPU_MEMORY_FRACTION = 0.9
+"""TensorRT-LLM's KV pool: this share of the memory the weights and the runtime's buffers leave
+(``kv_cache_free_gpu_mem_fraction``, default 0.90 per
+https://github.com/NVIDIA/TensorRT-LLM/blob/00f37686aa854010d68bcbd0f4ab000221541ca6/docs/source/performance/perf-overview.md),
+not vLLM's share of the whole memory less them."""
 SATURATED = 0.95
 """An open-loop run is saturated when it served fewer than this share of the requests per second it offered."""
 BURST_PROMPTS_PER_SLOT = 2
@@ -456,22 +461,29 @@ def skipped_rows(frame: pd.DataFrame | None = None) -> pd.DataFrame:
 
 @lru_cache(maxsize=4096)
 def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
-              context_tokens: int) -> int:
-    """Sequences of ``context_tokens`` tokens the KV pool of one replica holds (vLLM's accounting)."""
-    model = get_model(model_id)
-    capacity = vllm_capacity(model, gpu=get_gpu(gpu_id), tensor_parallel_size=tp, pipeline_parallel_size=pp,
-                             quantization=quantization, kv_cache_dtype=kv_dtype, max_model_len=context_tokens)
+              context_tokens: int, engine: str = DEFAULT_ENGINE) -> int:
+    """Sequences of ``context_tokens`` tokens the KV pool of one replica holds: vLLM's accounting (its share of
+    the whole memory less weights, activations and the rest), or for TensorRT-LLM
+    :data:`TRTLLM_FREE_GPU_MEMORY_FRACTION` of what the same weights, activations and rest leave."""
+    model, gpu = get_model(model_id), get_gpu(gpu_id)
+    kw = {"gpu": gpu, "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "quantization": quantization,
+          "kv_cache_dtype": kv_dtype, "max_model_len": context_tokens}
+    capacity = vllm_capacity(model, **kw)
+    if engine.startswith("trtllm"):
+        stage = capacity.binding
+        free = gpu.memory_bytes - stage.weights_bytes - stage.activation.value - stage.non_torch.value
+        capacity = vllm_capacity(model, **kw, kv_cache_memory_bytes=int(TRTLLM_FREE_GPU_MEMORY_FRACTION * free))
     return batch_limit(model, capacity, float(context_tokens))
 
 
 def ceiling_batch(pm: Roofline, engine: str, input_len: np.ndarray, output_len: np.ndarray,
                   num_prompts: np.ndarray) -> np.ndarray:
     """The batch [sequences] an engine runs for a throughput ceiling: the fewest of the sequences of ``I + O``
-    tokens the KV pool holds (vLLM's accounting), the engine's default largest batch
-    (:data:`ENGINE_MAX_BATCH`, none for SGLang and ATOM) and the prompts the run sends; at least 1."""
+    tokens the KV pool holds (:func:`_kv_limit`: vLLM's accounting, TensorRT-LLM's own), the engine's default
+    largest batch (:data:`ENGINE_MAX_BATCH`, none for SGLang and ATOM) and the prompts the run sends; at least 1."""
     config = (pm.model.id, pm.gpu.id, int(np.ravel(pm.tensor_parallel_size)[0]), pm.pipeline_parallel_size,
               pm.quantization, pm.kv_cache_dtype)
-    kv = np.array([_kv_limit(*config, int(c)) for c in input_len + output_len], dtype=float)
+    kv = np.array([_kv_limit(*config, int(c), engine) for c in input_len + output_len], dtype=float)
     cap = float(ENGINE_MAX_BATCH.get(engine, np.inf))
     return np.maximum(np.fmin(np.minimum(kv, cap), num_prompts), 1.0)
 
