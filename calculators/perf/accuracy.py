@@ -71,7 +71,7 @@ from calculators.perf.measurements import GPUS, measurements_frame
 from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS, Efficiencies, Roofline, model_compute_dtype
 from calculators.specs.catalog import get_gpu, get_model, load_models
 from calculators.specs.schema import GPUSpec, ModelSpec
-from calculators.vllm.capacity import vllm_capacity
+from calculators.vllm.capacity import CapacityResult, vllm_capacity
 from calculators.vllm.concurrency import batch_limit
 
 METRICS = ("tpot", "ttft", "throughput")
@@ -466,13 +466,17 @@ def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | 
     the whole memory less weights, activations and the rest), or for TensorRT-LLM
     :data:`TRTLLM_FREE_GPU_MEMORY_FRACTION` of what the same weights, activations and rest leave."""
     model, gpu = get_model(model_id), get_gpu(gpu_id)
-    kw = {"gpu": gpu, "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "quantization": quantization,
-          "kv_cache_dtype": kv_dtype, "max_model_len": context_tokens}
-    capacity = vllm_capacity(model, **kw)
+
+    def pool(kv_cache_memory_bytes: int | None = None) -> CapacityResult:
+        return vllm_capacity(model, gpu=gpu, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+                             quantization=quantization, kv_cache_dtype=kv_dtype, max_model_len=context_tokens,
+                             kv_cache_memory_bytes=kv_cache_memory_bytes)
+
+    capacity = pool()
     if engine.startswith("trtllm"):
         stage = capacity.binding
         free = gpu.memory_bytes - stage.weights_bytes - stage.activation.value - stage.non_torch.value
-        capacity = vllm_capacity(model, **kw, kv_cache_memory_bytes=int(TRTLLM_FREE_GPU_MEMORY_FRACTION * free))
+        capacity = pool(int(TRTLLM_FREE_GPU_MEMORY_FRACTION * free))
     return batch_limit(model, capacity, float(context_tokens))
 
 

@@ -32,6 +32,7 @@ from calculators.perf.roofline import Roofline
 from calculators.perf.serving import serving_metrics, static_batch_metrics
 from calculators.report.accuracy_text import target_lines
 from calculators.specs.catalog import get_gpu, get_model
+from calculators.vllm.capacity import vllm_capacity
 
 BASE = {"source_id": "a", "engine": "vllm", "gpu": "H100 SXM 80GB", "gpu_count": 1, "model": "meta-llama/Llama-3.1-8B",
         "precision": "bf16", "kv_cache_dtype": None, "tp": 1, "pp": 1, "ep": None, "dp": None, "input_len": 1000,
@@ -245,7 +246,7 @@ def test_an_open_loop_runs_at_most_its_own_pool_and_the_prompts_it_sends(monkeyp
     """One server, two overloaded runs: the pool holds 20 sequences of 30,100 tokens and 200 of 3,000 (a stand-in
     for vLLM's accounting), so the short run is not held to the long one's 20; a run of 50 prompts has at most 50
     in flight however fast they arrive."""
-    monkeypatch.setattr("calculators.perf.accuracy._kv_limit", lambda *a: 20 if a[-1] > 10_000 else 200)
+    monkeypatch.setattr("calculators.perf.accuracy._kv_limit", lambda *a: 20 if a[6] > 10_000 else 200)
     rate = {"load_mode": "request_rate", "request_rate": 200.0, "request_throughput_req_s": 4.0, "concurrency": None}
     p = predict(comparable_rows(_frame(rate | {"input_len": 30_000, "output_len": 100},
                                        rate | {"input_len": 1_000, "output_len": 2_000},
@@ -317,6 +318,22 @@ def test_a_vllm_static_batch_beyond_its_kv_pool_runs_in_waves(monkeypatch):
     whole = static_batch_metrics(Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), engine="sglang"),
                                  10, 1000, 200)
     assert p[(1, "ttft")] == pytest.approx(float(whole["ttft_s"]), rel=1e-9)
+
+
+def test_a_tensorrt_llm_pool_is_its_share_of_the_memory_left_after_the_weights():
+    # TensorRT-LLM keeps kv_cache_free_gpu_mem_fraction (0.9) of the memory its weights, activations and runtime
+    # leave; vLLM keeps gpu_memory_utilization (0.9) of the whole memory less them. Llama-3.3-70B with a 16-bit
+    # cache keeps 2 · 80 layers · 8 heads · 128 · 2 B = 327,680 B a token, 16-token blocks of 5,242,880 B, and a
+    # sequence of 128 + 2,048 tokens takes 136 of them.
+    model, gpu = get_model("meta-llama/Llama-3.3-70B-Instruct"), get_gpu("H200-SXM")
+    stage = vllm_capacity(model, gpu=gpu, quantization="fp8", max_model_len=2_176).binding
+    assert stage.kv_bytes_per_token == 327_680
+    free = gpu.memory_bytes - stage.weights_bytes - stage.activation.value - stage.non_torch.value
+    blocks = int(0.9 * free) // (16 * 327_680)
+    import calculators.perf.accuracy as acc
+    trt = acc._kv_limit(model.id, gpu.id, 1, 1, "fp8", "auto", 2_176, "trtllm")
+    assert trt == blocks // 136
+    assert trt > acc._kv_limit(model.id, gpu.id, 1, 1, "fp8", "auto", 2_176, "vllm-v1")
 
 
 def test_offline_ceiling_batch_is_the_fewest_of_kv_engine_and_prompts(monkeypatch):
