@@ -167,6 +167,25 @@ def test_flags_and_derived_metrics_are_consistent():
                if "output_tok_s_per_gpu" in m.metrics)
 
 
+ATTENTION_DP = re.compile(r"enable[-_]dp[-_]attention|enable_attention_dp|attention[- ]dp|dp[- ]attention", re.I)
+NOT_ATTENTION_DP = re.compile(r"no dp-attention|without dp[- ]attention|enable_attention_dp[=: ]+false", re.I)
+
+
+def test_rows_launched_with_attention_data_parallel_say_so_in_dp():
+    """A row whose launch flags turn on attention data parallelism (SGLang's ``--enable-dp-attention`` sets
+    ``dp_size = tp_size`` in 0.4.x; TensorRT-LLM's ``enable_attention_dp``) states ``dp = tp``, so the accuracy
+    harness can leave it out: the product's tensor parallelism splits the attention instead."""
+    flagged = []
+    for m in load_measurements():
+        text = f"{m.engine_version} {m.notes} {json.dumps(m.extra)}"
+        if ATTENTION_DP.search(text) and not NOT_ATTENTION_DP.search(text):
+            flagged.append(m)
+    assert len(flagged) > 300
+    assert [(m.source_id, m.source_url, m.tp, m.dp) for m in flagged if m.dp != m.tp] == []
+    dstack = [m for m in flagged if m.source_id == "dstack"]
+    assert len(dstack) == 24 and all(m.engine == "sglang" and m.dp == 8 for m in dstack)
+
+
 def test_spot_check_trtllm_perf_overview():
     # https://github.com/NVIDIA/TensorRT-LLM/blob/00f37686aa854010d68bcbd0f4ab000221541ca6/docs/source/performance/perf-overview.md
     # table "Llama 3.1 8B", H200 TP1 (FP8), ISL/OSL 128/128: 27,911 total output tokens/s.
