@@ -181,6 +181,7 @@ class Coefficients:
     kv_window_bytes_per_token: np.ndarray
     window_tokens: float
     linear_flop_per_token: np.ndarray
+    lm_head_flop_per_token: np.ndarray
     attn_full_flop_per_token_ctx: np.ndarray
     attn_window_flop_per_token_ctx: np.ndarray
     attn_prefill_full_flop_per_token_ctx: np.ndarray
@@ -322,7 +323,7 @@ def _coefficients(r: Roofline) -> Coefficients:
         dense_weight_bytes=total - experts, expert_weight_bytes=experts, expert_hit_fraction=hit,
         kv_full_bytes_per_token=kv_full * n_full, kv_window_bytes_per_token=kv_window * n_win,
         window_tokens=layer_window(m, windowed[0]) if windowed else np.inf,
-        linear_flop_per_token=2 * params * frac + lm_head / pp,
+        linear_flop_per_token=2 * params * frac + lm_head / pp, lm_head_flop_per_token=lm_head / pp,
         attn_full_flop_per_token_ctx=attn_full * n_full, attn_window_flop_per_token_ctx=attn_window * n_win,
         attn_prefill_full_flop_per_token_ctx=prefill_full * n_full,
         attn_prefill_window_flop_per_token_ctx=prefill_window * n_win,
@@ -394,6 +395,16 @@ def _attention_read_s(c: Coefficients, e: Efficiencies, kv_bytes: np.ndarray, ct
     return kv_bytes / (c.bandwidth_bytes_per_s * attention_read_efficiency(c, e, ctx))
 
 
+def _logit_rows(prompt_tokens: np.ndarray, rows: ArrayLike) -> np.ndarray:
+    """Rows of prompt tokens the LM head runs on: one per prompt (or prompt chunk) in the pass, ``rows``, at
+    most the prompt tokens and at least one where there are any. Engines take the logits of each scheduled
+    request's last token only (vLLM V1 ``logits_indices = query_start_loc[1:] - 1`` in
+    ``vllm/v1/worker/gpu_model_runner.py``, https://github.com/vllm-project/vllm/tree/v0.10.2), so the other
+    prompt tokens skip the LM head's ``2 · hidden · vocab / tp`` FLOP (docs/performance-model.md §3.2)."""
+    t = np.asarray(prompt_tokens, dtype=np.float64)
+    return np.where(t > 0, np.clip(np.asarray(rows, dtype=np.float64), 1.0, np.maximum(t, 1.0)), 0.0)
+
+
 def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLike,
                  micro_batches: int) -> dict[str, np.ndarray]:
     """The decode step split into its terms [s] (see the module docstring)."""
@@ -440,14 +451,16 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     attn_flop = (b * (c.attn_full_flop_per_token_ctx * ctx + c.attn_window_flop_per_token_ctx * win)
                  + p * (c.attn_prefill_full_flop_per_token_ctx * half
                         + c.attn_prefill_window_flop_per_token_ctx * half_win))
-    compute_s = _compute_s(c, e, (b + p) * c.linear_flop_per_token, attn_flop)
+    prompts = p * micro_batches / np.maximum(2 * half, 1.0)
+    skip_head = p - _logit_rows(p, prompts / micro_batches)  # prompt tokens whose logits are not taken
+    linear_flop = (b + p) * c.linear_flop_per_token - skip_head * c.lm_head_flop_per_token
+    compute_s = _compute_s(c, e, linear_flop, attn_flop)
     memory_s = (_weights_s(c, e, b + p) + written / (c.bandwidth_bytes_per_s * e.memory)
                 + _attention_read_s(c, e, kv_read, ctx))
     stages = micro_batches + c.pp - 1
     handoff = (c.pp - 1) * ((b + p) * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
                             + PP_HANDOFF_LATENCY_S)
     comm_s = _allreduce_s(c, e, b + p) + _layers_s(c, e) + _eager_prefill_s(c, e, p)
-    prompts = p * micro_batches / np.maximum(2 * half, 1.0)
     step = stages * (np.maximum(compute_s, memory_s) + comm_s) + handoff + _software_s(c, e, b * micro_batches
                                                                                        + prompts)
     return {"compute_s": compute_s, "memory_s": memory_s, "step_s": step, "memory_bound": memory_s >= compute_s}
@@ -466,7 +479,9 @@ def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: 
     attn_flop = n * (c.attn_prefill_full_flop_per_token_ctx * causal_full
                      + c.attn_prefill_window_flop_per_token_ctx * causal_win)
     written = tokens * (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token)
-    compute_s = _compute_s(c, e, tokens * c.linear_flop_per_token, attn_flop)
+    skip_head = tokens - _logit_rows(tokens, n + chunks - 1)  # a chunk boundary splits at most one prompt
+    linear_flop = tokens * c.linear_flop_per_token - skip_head * c.lm_head_flop_per_token
+    compute_s = _compute_s(c, e, linear_flop, attn_flop)
     memory_s = chunks * _weights_s(c, e, tokens / chunks) + written / (c.bandwidth_bytes_per_s * e.memory)
     per_chunk = (_allreduce_s(c, e, tokens / chunks) + _layers_s(c, e) + _eager_prefill_s(c, e, tokens)
                  + _software_s(c, e, n / chunks))
@@ -474,7 +489,7 @@ def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: 
                             + PP_HANDOFF_LATENCY_S)
     time = c.pp * np.maximum(compute_s, memory_s) + chunks * per_chunk * c.pp + handoff
     return {"compute_s": compute_s * c.pp, "memory_s": memory_s * c.pp, "time_s": time,
-            "flop": tokens * c.linear_flop_per_token + attn_flop, "memory_bound": memory_s >= compute_s}
+            "flop": linear_flop + attn_flop, "memory_bound": memory_s >= compute_s}
 
 
 def ridge_point(gpu: GPUSpec, dtype: str = "bf16") -> float:

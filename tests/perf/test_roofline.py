@@ -31,6 +31,7 @@ IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_lat
 # linear FLOP/token 2 × (32 × 218,103,808 linear weights + 525,336,576 LM head) = 15,009,316,864.
 W_8B = 8_030_261_248 * 2 - 128_256 * 4096 * 2
 F_8B = 2 * (32 * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336) + 128_256 * 4096)
+H_8B = 2 * 4096 * 128_256  # the LM head's FLOP per token it runs on
 KV_8B = 131_072
 ATTN_8B = 4 * 32 * 128 * 32  # QKᵀ and AV, 2 FLOP per multiply-add, 32 heads × 128 × 32 layers
 
@@ -94,12 +95,30 @@ def test_pipeline_bubble():
     assert r.decode_breakdown(8, 100)["bubble_fraction"] == pytest.approx(1 / 3)  # (pp−1)/(pp−1+m), m = pp = 2
 
 
-def test_prefill_quadratic_attention():
-    # At ideal efficiency a compute-bound prefill of P tokens costs (P·F + a·P(P+1)/2) / peak.
+def test_prefill_quadratic_attention_and_one_lm_head_row_per_prompt():
+    # At ideal efficiency a compute-bound prefill of P tokens costs (P·F − (P − 1)·H + a·P(P+1)/2) / peak: the
+    # LM head (H = 2 × 4,096 × 128,256 = 1,050,673,152 FLOP) runs on the prompt's last token only.
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), efficiencies=IDEAL,
                  max_num_batched_tokens=100_000)
     p = 8192
-    assert r.prefill_time_s(p) == pytest.approx((p * F_8B + ATTN_8B * p * (p + 1) / 2) / 989.4e12, rel=1e-6)
+    expected = (p * F_8B - (p - 1) * H_8B + ATTN_8B * p * (p + 1) / 2) / 989.4e12  # 133.358 ms
+    assert r.prefill_time_s(p) == pytest.approx(expected, rel=1e-6)
+    assert r.prefill_time_s(p) == pytest.approx(0.133358, abs=1e-6)
+    # In chunks of 2,048 tokens each chunk takes the logits of the prompt it carries: 4 rows, not 1.
+    t = prefill_terms(r.coefficients, r.efficiencies, np.float64(p), np.float64(1), 2048)
+    assert t["flop"] == pytest.approx(p * F_8B - (p - 4) * H_8B + ATTN_8B * p * (p + 1) / 2, rel=1e-12)
+    # 16 prompts of 512 tokens in one pass: 16 rows.
+    t = prefill_terms(r.coefficients, r.efficiencies, np.float64(512), np.float64(16), 100_000)
+    assert t["flop"] == pytest.approx(16 * (512 * F_8B - 511 * H_8B + ATTN_8B * 512 * 513 / 2), rel=1e-12)
+
+
+def test_a_mixed_step_runs_the_lm_head_on_its_decodes_and_one_row_per_prompt():
+    # 8 decodes at 1,000 tokens fused with 1,024 prompt tokens of 512-token prompts (2 prompts): linear FLOP
+    # 8·F + 1,024·F − (1,024 − 2)·H; attention 8·a·1,000 + 1,024·a·256.
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), efficiencies=IDEAL)
+    step = r.mixed_step_time_s(8, 1000, 1024, 512)
+    compute = ((8 + 1024) * F_8B - 1022 * H_8B + ATTN_8B * (8 * 1000 + 1024 * 256)) / 989.4e12
+    assert float(step) == pytest.approx(compute, rel=1e-9)  # compute-bound, no overheads at ideal efficiency
 
 
 def test_mla_prefill_attends_as_mha_at_the_16_bit_peak():
@@ -112,8 +131,10 @@ def test_mla_prefill_attends_as_mha_at_the_16_bit_peak():
     c = r.coefficients
     assert c.attn_full_flop_per_token_ctx == pytest.approx(61 * 34_816)
     assert c.attn_prefill_full_flop_per_token_ctx == pytest.approx(61 * 10_240)
-    p = 8192  # compute-bound: the matmuls' time, before the all-reduces
-    linear_s = p * float(c.linear_flop_per_token) / 1978.9e12
+    p = 8192  # compute-bound: the matmuls' time, before the all-reduces; the LM head (2 · 7,168 · 129,280 / 8
+    # FLOP a token) on the last prompt token only
+    assert c.lm_head_flop_per_token == pytest.approx(2 * 7168 * 129_280 / 8)
+    linear_s = (p * float(c.linear_flop_per_token) - (p - 1) * 231_669_760) / 1978.9e12
     t = prefill_terms(c, r.efficiencies, np.float64(p), np.float64(1), r.max_num_batched_tokens)
     assert t["compute_s"] == pytest.approx(linear_s + 61 * 10_240 * p * (p + 1) / 2 / 989.4e12, rel=1e-9)
     # A decode step of 4,096 sequences at 1,000 tokens is compute-bound: linear FLOP at FP8, latent attention at bf16.
