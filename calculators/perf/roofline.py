@@ -436,10 +436,11 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     """One chunked-prefill step of vLLM V1: ``batch`` decodes at ``ctx`` fused with ``prefill_tokens`` tokens of
     prompts of ``prompt_tokens`` [s].
 
-    The weights are read once for all ``B + P`` tokens; the prompt tokens add their linear FLOP, attention to
-    half their prompt on average (``∝ P · I/2``) and the KV they write (the tiled attention kernel reads a
-    chunk's keys and values once, not once per query token), as :func:`prefill_terms` counts them. With
-    ``P = 0`` this is :func:`decode_terms` exactly (docs/performance-model.md §2).
+    The weights are read once for all ``B + P`` tokens; the prompt tokens add their linear FLOP (the LM head's
+    on one row per prompt only, :func:`_logit_rows`), attention to half their prompt on average (``∝ P · I/2``)
+    and the KV they write (the tiled attention kernel reads a chunk's keys and values once, not once per query
+    token), as :func:`prefill_terms` counts them. With ``P = 0`` this is :func:`decode_terms` exactly
+    (docs/performance-model.md §2).
     """
     b = np.asarray(batch, dtype=np.float64) / micro_batches
     p = np.asarray(prefill_tokens, dtype=np.float64) / micro_batches
@@ -468,7 +469,8 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
 
 def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: ArrayLike,
                   max_num_batched_tokens: int) -> dict[str, np.ndarray]:
-    """Prefill of ``prompts`` prompts of ``prompt`` tokens, chunked by the token budget [s]."""
+    """Prefill of ``prompts`` prompts of ``prompt`` tokens, chunked by the token budget [s]; the LM head runs on
+    one row per prompt and chunk (:func:`_logit_rows`)."""
     p = np.asarray(prompt, dtype=np.float64)
     n = np.asarray(prompts, dtype=np.float64)
     tokens = n * p
