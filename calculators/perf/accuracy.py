@@ -461,10 +461,11 @@ def skipped_rows(frame: pd.DataFrame | None = None) -> pd.DataFrame:
 
 @lru_cache(maxsize=4096)
 def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
-              context_tokens: int, engine: str = DEFAULT_ENGINE) -> int:
+              context_tokens: int, trtllm_pool: bool = False) -> int:
     """Sequences of ``context_tokens`` tokens the KV pool of one replica holds: vLLM's accounting (its share of
-    the whole memory less weights, activations and the rest), or for TensorRT-LLM
-    :data:`TRTLLM_FREE_GPU_MEMORY_FRACTION` of what the same weights, activations and rest leave."""
+    the whole memory less weights, activations and the rest), or with ``trtllm_pool`` TensorRT-LLM's,
+    :data:`TRTLLM_FREE_GPU_MEMORY_FRACTION` of what the same weights, activations and rest leave (a flag, not the
+    engine's name, so that every other engine shares one cached answer)."""
     model, gpu = get_model(model_id), get_gpu(gpu_id)
 
     def pool(kv_cache_memory_bytes: int | None = None) -> CapacityResult:
@@ -473,7 +474,7 @@ def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | 
                              kv_cache_memory_bytes=kv_cache_memory_bytes)
 
     capacity = pool()
-    if engine.startswith("trtllm"):
+    if trtllm_pool:
         stage = capacity.binding
         free = gpu.memory_bytes - stage.weights_bytes - stage.activation.value - stage.non_torch.value
         capacity = pool(int(TRTLLM_FREE_GPU_MEMORY_FRACTION * free))
@@ -487,7 +488,8 @@ def ceiling_batch(pm: Roofline, engine: str, input_len: np.ndarray, output_len: 
     largest batch (:data:`ENGINE_MAX_BATCH`, none for SGLang and ATOM) and the prompts the run sends; at least 1."""
     config = (pm.model.id, pm.gpu.id, int(np.ravel(pm.tensor_parallel_size)[0]), pm.pipeline_parallel_size,
               pm.quantization, pm.kv_cache_dtype)
-    kv = np.array([_kv_limit(*config, int(c), engine) for c in input_len + output_len], dtype=float)
+    trtllm_pool = engine.startswith("trtllm")
+    kv = np.array([_kv_limit(*config, int(c), trtllm_pool) for c in input_len + output_len], dtype=float)
     cap = float(ENGINE_MAX_BATCH.get(engine, np.inf))
     return np.maximum(np.fmin(np.minimum(kv, cap), num_prompts), 1.0)
 

@@ -331,9 +331,9 @@ def test_a_tensorrt_llm_pool_is_its_share_of_the_memory_left_after_the_weights()
     free = gpu.memory_bytes - stage.weights_bytes - stage.activation.value - stage.non_torch.value
     blocks = int(0.9 * free) // (16 * 327_680)
     import calculators.perf.accuracy as acc
-    trt = acc._kv_limit(model.id, gpu.id, 1, 1, "fp8", "auto", 2_176, "trtllm")
+    trt = acc._kv_limit(model.id, gpu.id, 1, 1, "fp8", "auto", 2_176, trtllm_pool=True)
     assert trt == blocks // 136
-    assert trt > acc._kv_limit(model.id, gpu.id, 1, 1, "fp8", "auto", 2_176, "vllm-v1")
+    assert trt > acc._kv_limit(model.id, gpu.id, 1, 1, "fp8", "auto", 2_176)
 
 
 def test_offline_ceiling_batch_is_the_fewest_of_kv_engine_and_prompts(monkeypatch):
