@@ -53,7 +53,7 @@ REFERENCE = [("compute", "logit", 0.7, 1.5), ("memory", "logit", 0.8, 1.5), ("st
              ("prefill_moe_layer_overhead_s", "log", 1e-4, 3.0), ("fp8_compute_share", "logit", 0.85, 1.0),
              ("fp4_compute_share", "logit", 0.75, 1.0)]
 FAMILY_SD, ENGINE_SD = 0.7, 0.7
-ENGINES = ("sglang", "sglang-old", "trtllm", "trtllm-old", "vllm-v0", "lmdeploy", "atom")
+ENGINES = ("sglang", "sglang-old", "trtllm", "trtllm-old", "vllm-v0", "vllm-v1-piecewise", "lmdeploy", "atom")
 METRIC_WEIGHT = {"tpot": 1.0, "ttft": 0.5, "throughput": 1.0}
 SCALE = 0.3
 

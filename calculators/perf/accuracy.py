@@ -99,7 +99,8 @@ FAMILIES = tuple(dict.fromkeys(family for family, _ in GPUS.values()))
 ALL = "all"
 """The label of a summary row over every GPU family or every source."""
 LOADS = ("concurrency", "static_batch", "request_rate", "offline_max")
-ENGINE_MAX_BATCH = {"vllm-v0": 256, "vllm-v1": 256, "trtllm": 2048, "trtllm-old": 2048, "lmdeploy": 256}
+ENGINE_MAX_BATCH = {"vllm-v0": 256, "vllm-v1-piecewise": 256, "vllm-v1": 256, "trtllm": 2048, "trtllm-old": 2048,
+                    "lmdeploy": 256}
 """Default largest batch [sequences] of each engine generation: vLLM's ``max_num_seqs`` (256 in the releases the
 corpus holds, https://docs.vllm.ai/en/v0.8.3/serving/engine_args.html), TensorRT-LLM's ``max_batch_size``
 (2048, https://nvidia.github.io/TensorRT-LLM/commands/trtllm-build.html), LMDeploy's ``max_batch_size`` (256 on

@@ -173,7 +173,10 @@ def engine_generation(engine: str, version: object = None) -> str:
     """The engine key of the fit: vLLM split at 0.8, where V1 became the default engine
     (https://blog.vllm.ai/2025/01/27/v1-alpha-release.html, default from v0.8.0), or where the version says the
     run fell back to the V0 engine (0.8 to 0.10 did for features V1 did not support yet, such as pipeline
-    parallelism under the default executor: https://github.com/vllm-project/vllm/pull/18915); SGLang
+    parallelism under the default executor: https://github.com/vllm-project/vllm/pull/18915), and again at 0.11,
+    whose V1 captures whole decode steps in CUDA graphs by default where 0.8 to 0.10 captured the pieces between
+    the attention kernels and launched those one by one (``FULL_AND_PIECEWISE`` default: v0.11.0 release notes,
+    https://github.com/vllm-project/vllm/releases/tag/v0.11.0) as ``vllm-v1-piecewise``; SGLang
     before 0.5 and TensorRT-LLM before 1.0 (the PyTorch-backend rewrite) as ``sglang-old`` and ``trtllm-old``;
     others by name."""
     name = _ENGINES.get(engine.lower(), engine.lower())
@@ -182,7 +185,9 @@ def engine_generation(engine: str, version: object = None) -> str:
     release = (int(found[1]), int(found[2])) if found else None
     if name == "vllm":
         v0 = (release is not None and release < (0, 8)) or bool(re.search(r"\bV0 engine\b", text, re.I))
-        return "vllm-v0" if v0 else DEFAULT_ENGINE
+        if v0:
+            return "vllm-v0"
+        return "vllm-v1-piecewise" if release is not None and release < (0, 11) else DEFAULT_ENGINE
     if name in _GENERATIONS and release is not None and release < _GENERATIONS[name]:
         return f"{name}-old"
     return name

@@ -131,9 +131,11 @@ def test_narrow_matmuls_take_their_share_of_the_compute_efficiency():
 
 def test_engine_generations_and_families():
     assert engine_generation("vllm", "vLLM 0.6.3.post2") == "vllm-v0"
-    assert engine_generation("vllm", "0.8.3") == engine_generation("vllm", None) == "vllm-v1"
+    assert engine_generation("vllm", "0.11.0") == engine_generation("vllm", None) == "vllm-v1"
+    assert engine_generation("vllm", "v0.14.1") == engine_generation("vllm", "0.18.0") == "vllm-v1"
     assert engine_generation("vllm", "0.8.3, run on the V0 engine (pipeline parallelism fell back)") == "vllm-v0"
-    assert engine_generation("vllm", "0.8.3 (V1 engine)") == "vllm-v1"
+    # V1 before 0.11 captured the pieces between the attention kernels, not whole decode steps
+    assert engine_generation("vllm", "0.8.3 (V1 engine)") == engine_generation("vllm", "0.10.2") == "vllm-v1-piecewise"
     assert engine_generation("sglang", "0.4.3.post2") == "sglang-old"
     assert engine_generation("sglang", "lmsysorg/sglang:v0.5.12-cu130") == "sglang"
     assert engine_generation("TensorRT-LLM", "v0.5.0") == "trtllm-old"
