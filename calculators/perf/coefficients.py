@@ -178,10 +178,12 @@ def engine_generation(engine: str, version: object = None) -> str:
     the attention kernels and launched those one by one (``FULL_AND_PIECEWISE`` default: v0.11.0 release notes,
     https://github.com/vllm-project/vllm/releases/tag/v0.11.0) as ``vllm-v1-piecewise``; SGLang
     before 0.5 and TensorRT-LLM before 1.0 (the PyTorch-backend rewrite) as ``sglang-old`` and ``trtllm-old``;
-    others by name."""
+    others by name. The release is the first ``X.Y`` after the engine's name in ``version`` (``rocm/vllm:
+    rocm6.4.1_vllm_0.9.1`` is vLLM 0.9, not 6.4), else its first ``X.Y``."""
     name = _ENGINES.get(engine.lower(), engine.lower())
     text = str(version or "")
-    found = re.search(r"(\d+)\.(\d+)", text)
+    found = (re.search(rf"{re.escape(name)}\D{{0,3}}?(\d+)\.(\d+)", text, re.I)
+             or re.search(r"(\d+)\.(\d+)", text))
     release = (int(found[1]), int(found[2])) if found else None
     if name == "vllm":
         v0 = (release is not None and release < (0, 8)) or bool(re.search(r"\bV0 engine\b", text, re.I))

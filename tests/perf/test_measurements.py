@@ -14,6 +14,7 @@ from calculators.memory.kv_cache import kv_bytes_per_sequence
 from calculators.memory.weights import weight_bytes_per_stage
 from calculators.perf import measurements as meas
 from calculators.perf.accuracy import comparable_rows
+from calculators.perf.coefficients import engine_generation
 from calculators.perf.measurements import (
     GPUS,
     HELD_OUT,
@@ -184,6 +185,20 @@ def test_rows_launched_with_attention_data_parallel_say_so_in_dp():
     assert [(m.source_id, m.source_url, m.tp, m.dp) for m in flagged if m.dp != m.tp] == []
     dstack = [m for m in flagged if m.source_id == "dstack"]
     assert len(dstack) == 24 and all(m.engine == "sglang" and m.dp == 8 for m in dstack)
+
+
+def test_no_row_runs_an_engine_generation_released_after_it_was_published():
+    """The fit prices each engine generation with its own factor, so a row must not land in one its date rules out:
+    vLLM's V1 engine had its alpha on 2025-01-27 (https://blog.vllm.ai/2025/01/27/v1-alpha-release.html), so a vLLM
+    run published before then ran V0; SGLang 0.4.0 was announced on 2024-12-04
+    (https://lmsys.org/blog/2024-12-04-sglang-v0-4/), so a run published in 2024 ran 0.4 or older, not 0.5."""
+    rows = [(m.source_id, m.published, m.engine_version, engine_generation(m.engine, m.engine_version))
+            for m in load_measurements()]
+    early_vllm = [r for r in rows if r[3].startswith("vllm") and r[1] < "2025-01-27"]
+    early_sglang = [r for r in rows if r[3].startswith("sglang") and r[1] < "2025"]
+    assert len(early_vllm) > 150 and len(early_sglang) > 20  # dstack's, Oracle's, DataCrunch's, SGLang's own
+    assert [r for r in early_vllm if r[3] != "vllm-v0"] == []
+    assert [r for r in early_sglang if r[3] != "sglang-old"] == []
 
 
 def test_spot_check_trtllm_perf_overview():

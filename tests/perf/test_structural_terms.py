@@ -136,6 +136,9 @@ def test_engine_generations_and_families():
     assert engine_generation("vllm", "0.8.3, run on the V0 engine (pipeline parallelism fell back)") == "vllm-v0"
     # V1 before 0.11 captured the pieces between the attention kernels, not whole decode steps
     assert engine_generation("vllm", "0.8.3 (V1 engine)") == engine_generation("vllm", "0.10.2") == "vllm-v1-piecewise"
+    # the engine's own release, not the ROCm version before it
+    assert engine_generation("vllm", "rocm/vllm:rocm6.4.1_vllm_0.9.1_20250702 (vLLM 0.9.1)") == "vllm-v1-piecewise"
+    assert engine_generation("sglang", "lmsysorg/sglang:v0.5.9-rocm700-mi30x") == "sglang"
     assert engine_generation("sglang", "0.4.3.post2") == "sglang-old"
     assert engine_generation("sglang", "lmsysorg/sglang:v0.5.12-cu130") == "sglang"
     assert engine_generation("TensorRT-LLM", "v0.5.0") == "trtllm-old"
