@@ -29,8 +29,10 @@ M = TypeVar("M", bound=BaseModel)
 DEFAULT_ENGINE = "vllm-v1"
 _FAMILIES = {"Ada Lovelace": "Ada", "Blackwell Ultra": "Blackwell", "CDNA 2": "CDNA2", "CDNA 3": "CDNA3",
              "CDNA 4": "CDNA4"}
-#: The release where an engine's current generation starts (vLLM's is handled apart: V0/V1).
-_GENERATIONS = {"sglang": (0, 5), "trtllm": (1, 0)}
+#: Each engine's generations: ``(first release after it, generation)`` in release order, then the current one.
+_GENERATIONS = {"vllm": (((0, 8), "vllm-v0"), ((0, 11), "vllm-v1-piecewise"), (None, DEFAULT_ENGINE)),
+                "sglang": (((0, 5), "sglang-old"), (None, "sglang")),
+                "trtllm": (((1, 0), "trtllm-old"), (None, "trtllm"))}
 _ENGINES = {"tensorrt-llm": "trtllm", "trt-llm": "trtllm"}
 
 
@@ -185,13 +187,11 @@ def engine_generation(engine: str, version: object = None) -> str:
     found = (re.search(rf"{re.escape(name)}\D{{0,3}}?(\d+)\.(\d+)", text, re.I)
              or re.search(r"(\d+)\.(\d+)", text))
     release = (int(found[1]), int(found[2])) if found else None
-    if name == "vllm":
-        v0 = (release is not None and release < (0, 8)) or bool(re.search(r"\bV0 engine\b", text, re.I))
-        if v0:
-            return "vllm-v0"
-        return "vllm-v1-piecewise" if release is not None and release < (0, 11) else DEFAULT_ENGINE
-    if name in _GENERATIONS and release is not None and release < _GENERATIONS[name]:
-        return f"{name}-old"
+    if name == "vllm" and re.search(r"\bV0 engine\b", text, re.I):
+        return "vllm-v0"
+    for until, generation in _GENERATIONS.get(name, ((None, name),)):
+        if until is None or (release is not None and release < until):
+            return generation
     return name
 
 
