@@ -51,7 +51,7 @@ REFERENCE = [("compute", "logit", 0.7, 1.5), ("memory", "logit", 0.8, 1.5), ("st
              ("moe_expert_efficiency", "logit", 0.7, 1.5), ("mla_attention", "logit", 0.9, 1.0),
              ("request_overhead_s", "log", 0.03, 2.0), ("prefill_layer_overhead_s", "log", 1e-4, 3.0),
              ("prefill_moe_layer_overhead_s", "log", 1e-4, 3.0), ("fp8_compute_share", "logit", 0.85, 1.0),
-             ("fp4_compute_share", "logit", 0.75, 1.0)]
+             ("fp4_compute_share", "logit", 0.75, 1.0), ("moe_compute_share", "logit", 0.7, 1.0)]
 FAMILY_SD, ENGINE_SD = 0.7, 0.7
 ENGINES = ("sglang", "sglang-old", "trtllm", "trtllm-old", "vllm-v0", "vllm-v1-piecewise", "lmdeploy", "atom")
 METRIC_WEIGHT = {"tpot": 1.0, "ttft": 0.5, "throughput": 1.0}
@@ -67,7 +67,7 @@ def _from(transform: str, x: float) -> float:
 
 
 class Space:
-    """θ ↔ Profile: the reference (16), per-family memory and compute logit offsets and GPU-side cost
+    """θ ↔ Profile: the reference (17), per-family memory and compute logit offsets and GPU-side cost
     log-factors, engine log-factors."""
 
     def __init__(self, families: list[str], engine_sd: float = ENGINE_SD, moe_sd: float | None = None) -> None:

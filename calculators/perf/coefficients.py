@@ -85,6 +85,8 @@ class ReferenceSet(BaseModel):
                                           "of the family's 16-bit one (of the 8-bit peak)")
     fp4_compute_share: Efficiency = Field(description="4-bit (NVFP4, MXFP4) matmuls' compute efficiency as a "
                                           "share of the family's 16-bit one (of the 4-bit peak)")
+    moe_compute_share: Efficiency = Field(1.0, description="expert (grouped GEMM) matmuls' compute efficiency as a "
+                                          "share of the dense matmuls' (1: none lost)")
 
 
 class FamilyEntry(BaseModel):

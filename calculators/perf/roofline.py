@@ -73,7 +73,9 @@ class Efficiencies:
     ``1 + penalty / (1 + tokens per expert)`` times slower than dense ones (grouped GEMMs with a handful of rows
     per expert), and at ``moe_expert_efficiency`` (≤ 1) of the dense reads' bandwidth at any count (grouped
     GEMMs over many small matrices); ``moe_layer_overhead_s`` [s per MoE layer per step]: routing, token
-    permutation and the grouped GEMMs' launch and tail, which a dense layer does not have. ``mla_attention``: the
+    permutation and the grouped GEMMs' launch and tail, which a dense layer does not have; ``moe_compute_share``
+    (≤ 1): the experts' matmuls reach this share of the dense ones' compute efficiency (grouped GEMMs over
+    experts split ``tp`` ways, each a narrow matrix). ``mla_attention``: the
     MLA decode kernel's efficiency relative to plain KV reads (≤ 1). ``request_overhead_s`` [s per request]: the
     latency each request spends outside the engine's steps (API server, tokenisation, streaming), added to its
     TTFT and end-to-end latency, no GPU time. ``prefill_layer_overhead_s`` and ``prefill_moe_layer_overhead_s``
@@ -96,12 +98,14 @@ class Efficiencies:
     request_overhead_s: float = _REF.request_overhead_s
     prefill_layer_overhead_s: float = _REF.prefill_layer_overhead_s
     prefill_moe_layer_overhead_s: float = _REF.prefill_moe_layer_overhead_s
+    moe_compute_share: float = _REF.moe_compute_share
 
     def __post_init__(self) -> None:
         fraction("compute_efficiency", self.compute)
         fraction("memory_efficiency", self.memory)
         fraction("mla_attention", self.mla_attention)
         fraction("moe_expert_efficiency", self.moe_expert_efficiency)
+        fraction("moe_compute_share", self.moe_compute_share)
         if not np.all(np.asarray(self.attention_halving_context_tokens) > 0):  # inf: no fall with context
             raise InvalidInputError("attention_halving_context_tokens", self.attention_halving_context_tokens,
                                     "a positive number of tokens (inf for no fall with context)")
@@ -181,6 +185,7 @@ class Coefficients:
     kv_window_bytes_per_token: np.ndarray
     window_tokens: float
     linear_flop_per_token: np.ndarray
+    expert_flop_per_token: np.ndarray
     lm_head_flop_per_token: np.ndarray
     attn_full_flop_per_token_ctx: np.ndarray
     attn_window_flop_per_token_ctx: np.ndarray
@@ -324,6 +329,7 @@ def _coefficients(r: Roofline) -> Coefficients:
         kv_full_bytes_per_token=kv_full * n_full, kv_window_bytes_per_token=kv_window * n_win,
         window_tokens=layer_window(m, windowed[0]) if windowed else np.inf,
         linear_flop_per_token=2 * params * frac + lm_head / pp, lm_head_flop_per_token=lm_head / pp,
+        expert_flop_per_token=2 * sums["experts"][1] * hit / tp * frac,
         attn_full_flop_per_token_ctx=attn_full * n_full, attn_window_flop_per_token_ctx=attn_window * n_win,
         attn_prefill_full_flop_per_token_ctx=prefill_full * n_full,
         attn_prefill_window_flop_per_token_ctx=prefill_window * n_win,
@@ -334,11 +340,14 @@ def _coefficients(r: Roofline) -> Coefficients:
         layers_per_stage=layers, tp=tp, pp=pp, mla=m.is_mla, moe_layers_per_stage=len(m.moe_layers) * frac)
 
 
-def _compute_s(c: Coefficients, e: Efficiencies, linear_flop: np.ndarray, attention_flop: np.ndarray) -> np.ndarray:
-    """The matmuls of a pass [s]: the linear layers' at the compute dtype's peak (8- or 4-bit for quantised
-    weights and activations), attention's at the 16-bit activation dtype's (queries, keys and values are not
-    quantised with the weights), both at the compute efficiency (docs/performance-model.md §3.1)."""
-    return (linear_flop / c.peak_flop_per_s + attention_flop / c.attn_peak_flop_per_s) / e.compute
+def _compute_s(c: Coefficients, e: Efficiencies, linear_flop: np.ndarray, attention_flop: np.ndarray,
+               tokens: np.ndarray) -> np.ndarray:
+    """The matmuls of a pass of ``tokens`` tokens [s]: the linear layers' at the compute dtype's peak (8- or 4-bit
+    for quantised weights and activations), the experts' share of them at ``moe_compute_share`` of the
+    efficiency, attention's at the 16-bit activation dtype's peak (queries, keys and values are not quantised
+    with the weights), all at the compute efficiency (docs/performance-model.md §3.1)."""
+    experts = tokens * c.expert_flop_per_token * (1 / e.moe_compute_share - 1)
+    return ((linear_flop + experts) / c.peak_flop_per_s + attention_flop / c.attn_peak_flop_per_s) / e.compute
 
 
 def _allreduce_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.ndarray:
@@ -416,7 +425,7 @@ def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayL
     mem_bytes = c.dense_weight_bytes + c.expert_weight_bytes * touched + kv_read
     attn_flop = b * (c.attn_full_flop_per_token_ctx * ctx + c.attn_window_flop_per_token_ctx * win)
     flop = b * c.linear_flop_per_token + attn_flop
-    compute_s = _compute_s(c, e, b * c.linear_flop_per_token, attn_flop)
+    compute_s = _compute_s(c, e, b * c.linear_flop_per_token, attn_flop, b)
     memory_s = _weights_s(c, e, b) + _attention_read_s(c, e, kv_read, ctx)
     comm_s = _allreduce_s(c, e, b) + _layers_s(c, e)
     stages = micro_batches + c.pp - 1
@@ -455,7 +464,7 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     prompts = p * micro_batches / np.maximum(2 * half, 1.0)
     skip_head = p - _logit_rows(p, prompts / micro_batches)  # prompt tokens whose logits are not taken
     linear_flop = (b + p) * c.linear_flop_per_token - skip_head * c.lm_head_flop_per_token
-    compute_s = _compute_s(c, e, linear_flop, attn_flop)
+    compute_s = _compute_s(c, e, linear_flop, attn_flop, b + p)
     memory_s = (_weights_s(c, e, b + p) + written / (c.bandwidth_bytes_per_s * e.memory)
                 + _attention_read_s(c, e, kv_read, ctx))
     stages = micro_batches + c.pp - 1
@@ -483,7 +492,7 @@ def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: 
     written = tokens * (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token)
     skip_head = tokens - _logit_rows(tokens, n + chunks - 1)  # a chunk boundary splits at most one prompt
     linear_flop = tokens * c.linear_flop_per_token - skip_head * c.lm_head_flop_per_token
-    compute_s = _compute_s(c, e, linear_flop, attn_flop)
+    compute_s = _compute_s(c, e, linear_flop, attn_flop, tokens)
     memory_s = chunks * _weights_s(c, e, tokens / chunks) + written / (c.bandwidth_bytes_per_s * e.memory)
     per_chunk = (_allreduce_s(c, e, tokens / chunks) + _layers_s(c, e) + _eager_prefill_s(c, e, tokens)
                  + _software_s(c, e, n / chunks))

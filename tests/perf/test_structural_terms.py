@@ -15,7 +15,7 @@ IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_lat
                      sequence_overhead_s=0.0, attention_halving_context_tokens=math.inf, prefill_layer_overhead_s=0.0,
                      prefill_moe_layer_overhead_s=0.0, moe_small_batch_penalty=0.0,
                      moe_layer_overhead_s=0.0, moe_expert_efficiency=1.0, mla_attention=1.0,
-                     request_overhead_s=0.0)
+                     request_overhead_s=0.0, moe_compute_share=1.0)
 W_8B = 8_030_261_248 * 2 - 128_256 * 4096 * 2  # Llama-3.1-8B weights less the token embedding [bytes]
 KV_8B = 131_072                                 # KV bytes per token, 32 layers × 2 × 8 heads × 128 × 2 B
 BW_H100 = 3.35e12
@@ -75,6 +75,20 @@ def test_moe_costs_count_only_the_layers_that_have_experts():
                         efficiencies=replace(IDEAL, moe_layer_overhead_s=50e-6))
         assert more.decode_step_time_s(16, 1024) - base.decode_step_time_s(16, 1024) == pytest.approx(
             moe_layers * 50e-6, rel=1e-9)
+
+
+def test_expert_matmuls_take_their_share_of_the_compute_efficiency():
+    # Mixtral-8x7B: 2 of 8 experts of 3 × 4096 × 14336 parameters in each of 32 layers run per token, 2 FLOP per
+    # parameter: 22,548,578,304 FLOP. At half the share they take twice as long; 4,096 prompt tokens on an H200
+    # (989.4 TFLOP/s bf16) are compute-bound, so the prefill grows by the experts' time at the full share.
+    model, gpu = get_model("mistralai/Mixtral-8x7B-Instruct-v0.1"), get_gpu("H200")
+    full = Roofline(model, gpu, efficiencies=IDEAL)
+    half = Roofline(model, gpu, efficiencies=replace(IDEAL, moe_compute_share=0.5))
+    experts_s = 4096 * 2 * 2 * 32 * 3 * 4096 * 14336 / 989.4e12
+    assert half.prefill_time_s(4096) - full.prefill_time_s(4096) == pytest.approx(experts_s, rel=1e-9)
+    dense = Roofline(get_model("meta-llama/Llama-3.1-8B"), gpu, efficiencies=replace(IDEAL, moe_compute_share=0.5))
+    assert dense.prefill_time_s(4096) == Roofline(get_model("meta-llama/Llama-3.1-8B"), gpu,
+                                                  efficiencies=IDEAL).prefill_time_s(4096)   # no experts
 
 
 def test_mla_kernel_efficiency_scales_the_latent_reads():
