@@ -306,8 +306,8 @@ def _coefficients(r: Roofline) -> Coefficients:
     total = step_read_bytes_per_gpu(m, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=q,
                                     dtype=r.dtype)
     hit = m.num_experts_per_tok / m.num_experts if m.is_moe else 0.0
-    params = (sum(sums[k][1] * shard(m, k, tp) for k in ("tp", "kv", "global_kv", "none"))
-              + sums["experts"][1] * hit / tp)
+    expert_params = sums["experts"][1] * hit / tp  # the routed experts' parameters a token runs through
+    params = sum(sums[k][1] * shard(m, k, tp) for k in ("tp", "kv", "global_kv", "none")) + expert_params
     lm_head = 2 * m.hidden_size * m.vocab_size / tp
     windowed = [t for t in m.layer_types if t != "full_attention"]
     n_win = len(windowed) * frac
@@ -329,7 +329,7 @@ def _coefficients(r: Roofline) -> Coefficients:
         kv_full_bytes_per_token=kv_full * n_full, kv_window_bytes_per_token=kv_window * n_win,
         window_tokens=layer_window(m, windowed[0]) if windowed else np.inf,
         linear_flop_per_token=2 * params * frac + lm_head / pp, lm_head_flop_per_token=lm_head / pp,
-        expert_flop_per_token=2 * sums["experts"][1] * hit / tp * frac,
+        expert_flop_per_token=2 * expert_params * frac,
         attn_full_flop_per_token_ctx=attn_full * n_full, attn_window_flop_per_token_ctx=attn_window * n_win,
         attn_prefill_full_flop_per_token_ctx=prefill_full * n_full,
         attn_prefill_window_flop_per_token_ctx=prefill_window * n_win,
