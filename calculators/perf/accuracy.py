@@ -313,10 +313,16 @@ def _served_lengths(f: pd.DataFrame) -> None:
     ``input_len`` and ``output_len`` become the means per request, rounded to a token (else
     ``output_len_mean_tokens`` for the output). A random dataset drawn below the stated length (SGLang's
     ``--random-range-ratio``) or a run without ``--ignore-eos`` serves shorter requests than it names: dstack's
-    gpt-oss runs stated at 2,048 output tokens served 470–730. Only rows that state their lengths are touched."""
+    gpt-oss runs stated at 2,048 output tokens served 470–730. Without totals, a row whose client drew each
+    length uniformly from ⌊r·L⌋ to L tokens (``extra.lengths_uniform_from`` = r; InferenceX's 0.8) is compared
+    at the mean of that draw, (⌊r·L⌋ + L) / 2. Only rows that state their lengths are touched."""
     done = _column(f, "completed_requests").fillna(_column(f, "num_prompts"))
-    means = {"input_len": _column(f, "total_input_tokens") / done,
-             "output_len": (_column(f, "total_output_tokens") / done).fillna(_column(f, "output_len_mean_tokens"))}
+    low = _column(f, "lengths_uniform_from")
+    drawn = {length: (np.floor(low * f[length].astype(float)) + f[length].astype(float)) / 2
+             for length in ("input_len", "output_len")}
+    means = {"input_len": (_column(f, "total_input_tokens") / done).fillna(drawn["input_len"]),
+             "output_len": (_column(f, "total_output_tokens") / done).fillna(_column(f, "output_len_mean_tokens"))
+             .fillna(drawn["output_len"])}
     for length, mean in means.items():
         served = mean.notna() & (mean >= 1) & f[length].notna()
         f[length] = f[length].astype(float).where(~served, mean.round())

@@ -321,6 +321,9 @@ class Measurement(BaseModel):
         for flag in ("disaggregated", "lockstep", "shared_prefix"):
             if not isinstance(self.extra.get(flag, False), bool):
                 raise InvalidInputError(f"extra.{flag}", self.extra[flag], "true or false")
+        low = self.extra.get("lengths_uniform_from")
+        if low is not None and (isinstance(low, bool) or not isinstance(low, int | float) or not 0 <= low <= 1):
+            raise InvalidInputError("extra.lengths_uniform_from", low, "a fraction from 0 to 1 of the stated lengths")
         spec = self.extra.get("spec_decoding")
         if spec is not None and (not isinstance(spec, str) or spec.lower() in ("", "none")):
             raise InvalidInputError("extra.spec_decoding", spec, "the method's name (absent when none)")
@@ -418,6 +421,7 @@ def _record(m: Measurement) -> dict[str, Any]:
     row["spec_decoding"] = m.extra.get("spec_decoding")
     row["lockstep"] = bool(m.extra.get("lockstep", False))
     row["shared_prefix"] = bool(m.extra.get("shared_prefix", False))
+    row["lengths_uniform_from"] = m.extra.get("lengths_uniform_from")
     row["derived_metrics"] = ",".join(m.extra.get("derived_metrics", []))
     return row | dict(m.metrics)
 

@@ -179,18 +179,25 @@ def test_the_lengths_compared_are_those_the_run_served():
     """A random dataset drawn below its stated lengths: 10 requests of stated 1,000 / 1,000 tokens served 6,100
     prompt and 4,210 output tokens, so the run is compared at 610 / 421; without totals the stated lengths stand,
     a printed mean output length is used where the totals are missing, and the prompts sent where the requests
-    completed are not printed."""
+    completed are not printed. A client that drew each length uniformly from ⌊0.8·L⌋ to L served on average
+    (819 + 1,024) / 2 = 921.5 of a stated 1,024 tokens and (6,553 + 8,192) / 2 = 7,372.5 of 8,192 (rounded half
+    to even: 922 and 7,372); its totals, where printed, win."""
     rows = comparable_rows(_frame(
         {"completed_requests": 10.0, "total_input_tokens": 6100.0, "total_output_tokens": 4210.0,
          "input_len": 1000, "output_len": 1000},
         {"input_len": 1000, "output_len": 1000},
         {"output_len_mean_tokens": 887.6, "input_len": 128, "output_len": 1024},
         {"num_prompts": 80, "total_input_tokens": 39668.0, "total_output_tokens": 40725.0},
+        {"lengths_uniform_from": 0.8, "input_len": 1024, "output_len": 8192},
+        {"lengths_uniform_from": 0.8, "num_prompts": 80, "total_input_tokens": 39668.0,
+         "total_output_tokens": 40725.0},
     )).set_index("row_id")
     assert rows.loc[0, ["input_len", "output_len"]].tolist() == [610, 421]
     assert rows.loc[1, ["input_len", "output_len"]].tolist() == [1000, 1000]
     assert rows.loc[2, ["input_len", "output_len"]].tolist() == [128, 888]
     assert rows.loc[3, ["input_len", "output_len"]].tolist() == [496, 509]    # no count completed: prompts sent
+    assert rows.loc[4, ["input_len", "output_len"]].tolist() == [922, 7372]
+    assert rows.loc[5, ["input_len", "output_len"]].tolist() == [496, 509]
 
 
 def test_predict_compares_like_with_like():
