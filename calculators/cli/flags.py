@@ -13,7 +13,7 @@ from calculators.specs.catalog import get_gpu, get_model
 from calculators.specs.hf_config import load_config_file
 from calculators.specs.schema import ModelSpec
 from calculators.validation import positive_int
-from calculators.vllm.versions import DEFAULT_VLLM_VERSION, default_scheduler_limits, parse_vllm_version
+from calculators.vllm.versions import serve_defaults
 
 
 class Parser(argparse.ArgumentParser):
@@ -84,8 +84,7 @@ def load_calibration(path: str | None) -> Calibration | None:
 def plain_roofline(a: argparse.Namespace, eff: Efficiencies) -> Roofline:
     """The roofline the flags describe; the step's token budget is vLLM's default for the GPU unless given."""
     model, gpu = resolve_model(a.model), get_gpu(a.gpu)
-    budget = a.max_num_batched_tokens or default_scheduler_limits(
-        parse_vllm_version(DEFAULT_VLLM_VERSION), gpu.memory_gib, gpu.name, model.max_position_embeddings)[0]
+    budget = a.max_num_batched_tokens or serve_defaults(model, gpu)[0]
     return Roofline(model, gpu, tensor_parallel_size=a.tensor_parallel_size,
                     pipeline_parallel_size=a.pipeline_parallel_size, quantization=a.quantization, dtype=a.dtype,
                     kv_cache_dtype=a.kv_cache_dtype, efficiencies=eff,

@@ -7,6 +7,7 @@ import json
 from calculators.cli.flags import add_perf, roofline
 from calculators.report.perf import knee_document, perf_document
 from calculators.validation import positive_int
+from calculators.vllm.versions import serve_defaults
 
 LOADS = {"static_batch": "static batch of {concurrency:g}", "concurrency": "{concurrency:g} requests in flight",
          "request_rate": "{request_rate:g} requests/s (mean {concurrency:.1f} in flight)"}
@@ -14,8 +15,11 @@ LOADS = {"static_batch": "static batch of {concurrency:g}", "concurrency": "{con
 
 def cmd_perf(a: argparse.Namespace) -> int:
     batch = None if a.batch_size is None else int(positive_int("batch_size", a.batch_size, scalar=True))
-    doc = perf_document(roofline(a), batch_size=batch, concurrency=a.concurrency, request_rate=a.request_rate,
-                        max_num_seqs=a.max_num_seqs, input_len=a.input_len, output_len=a.output_len)
+    r = roofline(a)
+    seqs = (serve_defaults(r.model, r.gpu, max_num_batched_tokens=r.max_num_batched_tokens)[1]
+            if a.max_num_seqs is None else a.max_num_seqs)
+    doc = perf_document(r, batch_size=batch, concurrency=a.concurrency, request_rate=a.request_rate,
+                        max_num_seqs=seqs, input_len=a.input_len, output_len=a.output_len)
     if a.json:
         print(json.dumps(doc, indent=2))
         return 0
@@ -61,7 +65,8 @@ def register(sub) -> None:
     load.add_argument("--batch-size", type=int, help="a static batch of this many prompts started together")
     load.add_argument("--concurrency", type=float, help="this many requests in flight (closed loop)")
     load.add_argument("--request-rate", type=float, help="Poisson arrivals per second (open loop)")
-    pf.add_argument("--max-num-seqs", type=int, default=256, help="open loop: most requests in flight")
+    pf.add_argument("--max-num-seqs", type=int,
+                    help="open loop: most requests in flight (default: vLLM's for the GPU)")
     pf.add_argument("--scheduler-recv-interval", type=int, default=1,
                     help="SGLang: decode steps between the scheduler's polls for new requests (default 1, as vLLM)")
     pf.set_defaults(func=cmd_perf)

@@ -14,6 +14,9 @@ from calculators.perf.roofline import Roofline
 from calculators.sim.policies import SLO, ContinuousBatching, StaticBatching, kv_blocks
 from calculators.sim.workload import Gamma, Poisson, length_distribution, make_workload, read_trace
 from calculators.specs.catalog import get_gpu
+from calculators.specs.schema import GPUSpec, ModelSpec
+from calculators.validation import positive_int
+from calculators.vllm.versions import serve_defaults
 
 WARMUP_SHARE = 0.10  # of --duration-s left out of the statistics by default (the empty-server transient)
 
@@ -34,8 +37,9 @@ def register(sub) -> argparse.ArgumentParser:
                    help="default: lognormal when p95s are given, else fixed")
     p.add_argument("--trace", help="CSV with arrival_time_s,input_tokens,output_tokens")
     p.add_argument("--policy", choices=["continuous", "static"], default="continuous")
-    p.add_argument("--max-num-seqs", type=int, default=256, help="continuous: running sequences; static: batch size")
-    p.add_argument("--max-num-batched-tokens", type=int, default=8192)
+    p.add_argument("--max-num-seqs", type=int,
+                   help="continuous: running sequences; static: batch size (default: vLLM's for the GPU)")
+    p.add_argument("--max-num-batched-tokens", type=int, help="default: vLLM's for the GPU")
     p.add_argument("--scheduler-recv-interval", type=int, default=1,
                    help="SGLang: decode steps between the scheduler's polls for new requests (default 1, as vLLM)")
     p.add_argument("--max-wait-ms", type=float, default=50.0, help="static batching: longest wait to fill a batch")
@@ -70,6 +74,13 @@ def _workload(a: argparse.Namespace, max_len: int | None):
     return make_workload(arrivals, *lengths, duration_s=a.duration_s, seed=a.seed)
 
 
+def _scheduler_limits(a: argparse.Namespace, model: ModelSpec, gpu: GPUSpec) -> tuple[int, int]:
+    """``(max_num_batched_tokens, max_num_seqs)``: the flags given, else ``vllm serve``'s for the GPU."""
+    tokens, seqs = (None if x is None else int(positive_int(name, x, scalar=True)) for name, x in
+                    (("max_num_batched_tokens", a.max_num_batched_tokens), ("max_num_seqs", a.max_num_seqs)))
+    return serve_defaults(model, gpu, a.max_model_len, max_num_batched_tokens=tokens, max_num_seqs=seqs)
+
+
 def simulate_document(a: argparse.Namespace) -> dict:
     """Run the simulation the arguments describe and return the JSON document."""
     model, gpu = resolve_model(a.model), get_gpu(a.gpu)
@@ -78,15 +89,16 @@ def simulate_document(a: argparse.Namespace) -> dict:
                                        gpu_memory_utilization=a.gpu_memory_utilization)
     if num_blocks <= 0:
         return {"fits": False, "message": "the model does not fit: no KV-cache blocks left"}
-    pm = Roofline(model, gpu, tensor_parallel_size=tp, max_num_batched_tokens=a.max_num_batched_tokens,
+    tokens, seqs = _scheduler_limits(a, model, gpu)
+    pm = Roofline(model, gpu, tensor_parallel_size=tp, max_num_batched_tokens=tokens,
                   scheduler_recv_interval=a.scheduler_recv_interval)
     wl = _workload(a, a.max_model_len)
     pol: StaticBatching | ContinuousBatching
     if a.policy == "static":
-        pol = StaticBatching(max_batch_size=a.max_num_seqs, max_wait_ms=a.max_wait_ms, num_blocks=num_blocks,
+        pol = StaticBatching(max_batch_size=seqs, max_wait_ms=a.max_wait_ms, num_blocks=num_blocks,
                              block_size=block_size)
     else:
-        pol = ContinuousBatching(max_num_seqs=a.max_num_seqs, max_num_batched_tokens=a.max_num_batched_tokens,
+        pol = ContinuousBatching(max_num_seqs=seqs, max_num_batched_tokens=tokens,
                                  num_blocks=num_blocks, block_size=block_size,
                                  prefix_cache_hit_rate=a.prefix_cache_hit_rate)
     slo = SLO(None if a.ttft_slo_ms is None else a.ttft_slo_ms / 1e3,
@@ -97,7 +109,8 @@ def simulate_document(a: argparse.Namespace) -> dict:
         raise InvalidInputError("warmup_s", warmup, f"seconds in [0, --duration-s = {a.duration_s:g})")
     res = simulate(pm, wl, pol, duration_s=a.duration_s, slo=slo, warmup_s=warmup)
     return {"fits": True, "model": model.id, "gpu": gpu.name, "tensor_parallel_size": tp, "num_blocks": num_blocks,
-            "block_size": block_size, "warmup_s": warmup, **res.summary()}
+            "block_size": block_size, "max_num_seqs": seqs, "max_num_batched_tokens": tokens, "warmup_s": warmup,
+            **res.summary()}
 
 
 def _text(d: dict) -> str:
@@ -106,6 +119,7 @@ def _text(d: dict) -> str:
     ms = lambda k: "—" if d.get(k) is None else f"{d[k] * 1e3:.1f}"  # noqa: E731
     lines = [f"{d['model']} on {d['gpu']} (TP{d['tensor_parallel_size']}), {d['policy']} batching, "
              f"KV cache {d['num_blocks']} blocks of {d['block_size']} tokens",
+             f"max_num_seqs {d['max_num_seqs']}, max_num_batched_tokens {d['max_num_batched_tokens']}",
              f"steady-state statistics: the first {d['warmup_s']:g} s (warm-up) left out",
              f"requests: {d['completed']} of {d['arrived']} arrived finished in {d['elapsed_s']:.1f} s "
              f"({d['stop_reason']}); {d['rejected']} rejected; {d['preemptions']} preemptions",

@@ -207,8 +207,12 @@ def resolve_settings(model: ModelSpec, gpu_memory_bytes: float, gpu_name: str, *
                      kv_cache_memory_bytes: int | None = None, vllm_version: str = DEFAULT_VLLM_VERSION,
                      engine: str = "auto", expert_parallel_size: int | None = None,
                      flashinfer_sampler: str = "auto", mla_block_size: int = 16,
-                     language_model_only: bool = False) -> Settings:
+                     language_model_only: bool = False, rocm: bool = False,
+                     compute_capability: str | None = None) -> Settings:
     """Validate the flags and fill in what vLLM would choose for those not given.
+
+    ``rocm`` and ``compute_capability`` describe the GPU where vLLM's defaults depend on them
+    (:func:`~calculators.vllm.versions.default_scheduler_limits`).
 
     ``language_model_only`` is vLLM's ``--language-model-only`` (the same as a ``--limit-mm-per-prompt`` of 0
     for every modality): a multimodal model loads and profiles no vision or audio tower."""
@@ -227,11 +231,13 @@ def resolve_settings(model: ModelSpec, gpu_memory_bytes: float, gpu_name: str, *
     if mml > model.max_position_embeddings:
         raise InvalidInputError("max_model_len", mml,
                                 f"at most max_position_embeddings ({model.max_position_embeddings}) of {model.id}")
-    tokens, seqs = default_scheduler_limits(v, gpu_memory_bytes / GiB, gpu_name, mml)
-    if not language_model_only:  # a step must hold a whole multimodal item where vLLM will not split one
-        tokens = max(tokens, model.max_tokens_per_mm_item)
-    tokens = tokens if max_num_batched_tokens is None else max_num_batched_tokens
-    seqs = seqs if max_num_seqs is None else max_num_seqs
+    given_tokens, given_seqs = (None if x is None else int(positive_int(name, x, scalar=True)) for name, x in
+                                (("max_num_batched_tokens", max_num_batched_tokens), ("max_num_seqs", max_num_seqs)))
+    tokens, seqs = default_scheduler_limits(v, model, gpu_memory_bytes / GiB, gpu_name, mml, rocm=rocm,
+                                            compute_capability=compute_capability,
+                                            max_num_batched_tokens=given_tokens, max_num_seqs=given_seqs)
+    if given_tokens is None and not language_model_only:
+        tokens = max(tokens, model.max_tokens_per_mm_item)  # a step holds a whole item vLLM will not split
     default_block = mla_block_size if model.is_mla and v.engine == "V1" else 16
     return Settings(
         tensor_parallel_size=int(positive_int("tensor_parallel_size", tensor_parallel_size, maximum=1024,
@@ -343,7 +349,8 @@ def vllm_capacity(model: ModelSpec, *, gpu: GPUSpec | None = None, gpu_memory_by
     name = gpu.name if gpu else f"GPU with {total / GiB:.2f} GiB"
     arch = gpu.architecture if gpu else ""
     mla_block = {"Hopper": 64, "Blackwell": 128, "Blackwell Ultra": 128}.get(arch, 16)
-    s = resolve_settings(model, total, name, mla_block_size=mla_block, **flags)
+    s = resolve_settings(model, total, name, mla_block_size=mla_block, rocm=bool(gpu and gpu.vendor == "AMD"),
+                         compute_capability=gpu.compute_capability if gpu else None, **flags)
     if s.language_model_only:  # the towers are neither loaded nor profiled
         model = model.model_copy(update={"encoder_params": 0.0, "vision_encoder": None})
     v = parse_vllm_version(s.vllm_version, s.engine)

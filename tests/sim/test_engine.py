@@ -365,3 +365,26 @@ def test_warmup_is_left_out_of_the_statistics():
     assert steady.request_throughput_per_s == pytest.approx(81 / (10.01 - 2.005))
     assert steady.latency["ttft"]["mean"] == pytest.approx(0.010) and steady.completed == 100
     assert steady.warmup_s == 2.005 and steady.time_avg_in_system == pytest.approx(whole.time_avg_in_system)
+
+
+@pytest.mark.parametrize(("gpu", "flags", "limits"), [
+    ("B200", [], (1024, 16384)),   # vLLM 0.28+: >= 160 GiB (arg_utils.py get_batch_defaults)
+    ("H100", [], (1024, 8192)),    # >= 70 GiB, not an A100
+    ("L40S", [], (256, 2048)),     # the small tier
+    ("H100", ["--max-num-seqs", "64"], (64, 8192)),
+    ("H100", ["--max-num-batched-tokens", "512"], (512, 512)),  # 0.10.1+: default seqs at most the budget
+])
+def test_cli_simulate_runs_vllms_scheduler_defaults_for_the_gpu(capsys, gpu, flags, limits):
+    """Unless told, the simulated scheduler runs with the ``max_num_seqs`` and ``max_num_batched_tokens`` that
+    ``vllm serve`` picks for the GPU, and the document says which."""
+    from calculators.cli.main import build_parser
+    a = build_parser().parse_args(["simulate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", gpu, "--request-rate",
+                                   "2", "--input-len", "256", "--output-len", "32", "--duration-s", "5", "--json",
+                                   *flags])
+    assert a.func(a) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["max_num_seqs"], doc["max_num_batched_tokens"]) == limits
+    a = build_parser().parse_args(["simulate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", gpu, "--max-num-seqs",
+                                   "0"])
+    with pytest.raises(InvalidInputError, match="max_num_seqs"):
+        a.func(a)
