@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -66,13 +66,14 @@ import pandas as pd
 from calculators.errors import InvalidInputError
 from calculators.perf import serving
 from calculators.perf.bands import TAIL_LEVELS, band_edges, fit_band, held_out_coverage, share_inside
-from calculators.perf.coefficients import DEFAULT_ENGINE, Profile, engine_generation, load_fit
+from calculators.perf.coefficients import DEFAULT_ENGINE, Profile, engine_generation, engine_release, load_fit
 from calculators.perf.measurements import GPUS, measurements_frame
 from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS, Efficiencies, Roofline, model_compute_dtype
 from calculators.specs.catalog import get_gpu, get_model, load_models
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.capacity import CapacityResult, vllm_capacity
 from calculators.vllm.concurrency import batch_limit
+from calculators.vllm.versions import parse_vllm_version, serve_defaults
 
 METRICS = ("tpot", "ttft", "throughput")
 """The compared quantities: time per output token, time to first token, output tokens/s per GPU."""
@@ -99,10 +100,9 @@ FAMILIES = tuple(dict.fromkeys(family for family, _ in GPUS.values()))
 ALL = "all"
 """The label of a summary row over every GPU family or every source."""
 LOADS = ("concurrency", "static_batch", "request_rate", "offline_max")
-ENGINE_MAX_BATCH = {"vllm-v0": 256, "vllm-v1-piecewise": 256, "vllm-v1": 256, "trtllm": 2048, "trtllm-old": 2048,
-                    "lmdeploy": 256}
-"""Default largest batch [sequences] of each engine generation: vLLM's ``max_num_seqs`` (256 in the releases the
-corpus holds, https://docs.vllm.ai/en/v0.8.3/serving/engine_args.html), TensorRT-LLM's ``max_batch_size``
+ENGINE_MAX_BATCH = {"vllm-v0": 256, "trtllm": 2048, "trtllm-old": 2048, "lmdeploy": 256}
+"""Default largest batch [sequences] of each engine generation but vLLM V1's (:func:`scheduler_limits`): V0's
+``max_num_seqs`` (256 in every release, ``SchedulerConfig``), TensorRT-LLM's ``max_batch_size``
 (2048, https://nvidia.github.io/TensorRT-LLM/commands/trtllm-build.html), LMDeploy's ``max_batch_size`` (256 on
 datacentre GPUs). SGLang and ATOM have none: their KV pool is the limit."""
 TRTLLM_FREE_GPU_MEMORY_FRACTION = 0.9
@@ -118,12 +118,13 @@ burst (all ``concurrency`` prompts at once): its TTFT is not compared."""
 FLAGS = ("disaggregated", "lockstep", "shared_prefix")
 """The true-or-false marks of a row (``extra.<flag>``); absent means false."""
 CONFIG = ["model_id", "catalog_gpu", "tp", "pp", "quantization", "kv_dtype", "engine_generation",
-          "max_num_batched_tokens", "scheduler_recv_interval"]
+          "max_num_batched_tokens", "scheduler_recv_interval", "max_num_seqs"]
 """The columns that pick one roofline: the model on its GPUs, and the engine with the settings the run gave it."""
 ROW_COLUMNS = ["row_id", "source_id", "source_row", "engine", "engine_generation", "gpu", "gpu_family",
                "catalog_gpu", "model", "model_id", "precision", "quantization", "kv_dtype", "tp", "pp", "ep", "dp",
                "gpu_count", "replicas", "load_mode", "load", "concurrency", "request_rate", "batch_size", "num_prompts",
-               "batch", "input_len", "output_len", "max_num_batched_tokens", "scheduler_recv_interval"]
+               "batch", "input_len", "output_len", "max_num_batched_tokens", "scheduler_recv_interval",
+               "max_num_seqs"]
 MEASURED_COLUMNS = ["measured_tpot_s", "tpot_key", "measured_ttft_s", "ttft_key", "measured_throughput",
                     "throughput_key"]
 _QUANT_TOKENS = frozenset({"fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8",
@@ -328,6 +329,28 @@ def _served_lengths(f: pd.DataFrame) -> None:
         f[length] = f[length].astype(float).where(~served, mean.round())
 
 
+@cache
+def scheduler_limits(engine: str, version: object, generation: str, model_id: object, gpu_id: object,
+                     stated_tokens: float) -> tuple[int, float]:
+    """The token budget and the largest batch [sequences] a row's engine ran with: the budget it states, else for
+    vLLM V1 the ``vllm serve`` defaults of its release on its GPU
+    (:func:`~calculators.vllm.versions.default_scheduler_limits`: 8,192 tokens and 1,024 sequences on GPUs of
+    70 GiB or more from 0.8.5), else :data:`DEFAULT_MAX_NUM_BATCHED_TOKENS` and :data:`ENGINE_MAX_BATCH`. V0's own
+    defaults hang on flags the corpus does not record (``max_model_len``, multi-step scheduling), so V0 rows keep
+    the fixed ones."""
+    tokens = None if np.isnan(stated_tokens) else int(stated_tokens)
+    release = engine_release(engine, version) if generation.startswith("vllm-v1") else None
+    if release is None or model_id is None or gpu_id is None or pd.isna(gpu_id) or pd.isna(model_id):
+        return tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS, float(ENGINE_MAX_BATCH.get(generation, np.inf))
+    try:
+        v = parse_vllm_version(".".join(map(str, release)), "V1")
+    except InvalidInputError:
+        return tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS, float(ENGINE_MAX_BATCH.get(generation, np.inf))
+    budget, seqs = serve_defaults(get_model(str(model_id)), get_gpu(str(gpu_id)), max_num_batched_tokens=tokens,
+                                  vllm_version=v.text)
+    return budget, float(seqs)
+
+
 def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
     """Row ids, resolved model, served lengths, batch [sequences] and measured values."""
     f = frame.reset_index(drop=True).copy()
@@ -345,11 +368,15 @@ def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
                 "num_prompts"):
         if col not in f.columns:
             f[col] = None
-    for col, default in (("max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS), ("scheduler_recv_interval", 1)):
-        f[col] = _column(f, col).fillna(default).astype(int)
+    f["scheduler_recv_interval"] = _column(f, "scheduler_recv_interval").fillna(1).astype(int)
     f["model_id"] = f["model"].map({m: resolve_model(m) for m in f["model"].unique()})
     version = f["engine_version"] if "engine_version" in f.columns else pd.Series(None, index=f.index)
     f["engine_generation"] = [engine_generation(str(e), v) for e, v in zip(f["engine"], version, strict=True)]
+    stated = _column(f, "max_num_batched_tokens")
+    limits = [scheduler_limits(*key) for key in zip(f["engine"], version, f["engine_generation"], f["model_id"],
+                                                     f["catalog_gpu"], stated, strict=True)]
+    f["max_num_batched_tokens"] = [int(tokens) for tokens, _ in limits]
+    f["max_num_seqs"] = [seqs for _, seqs in limits]
     f["load"] = _load(f)
     f["replicas"] = f["gpu_count"].astype(float) / (f["tp"].astype(float) * f["pp"].astype(float))
     f["batch"] = np.select([f["load"] == "static_batch", f["load"] == "concurrency"],
@@ -489,16 +516,16 @@ def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | 
 
 
 def ceiling_batch(pm: Roofline, engine: str, input_len: np.ndarray, output_len: np.ndarray,
-                  num_prompts: np.ndarray) -> np.ndarray:
+                  num_prompts: np.ndarray, max_num_seqs: float = np.inf) -> np.ndarray:
     """The batch [sequences] an engine runs for a throughput ceiling: the fewest of the sequences of ``I + O``
-    tokens the KV pool holds (:func:`_kv_limit`: vLLM's accounting, TensorRT-LLM's own), the engine's default
-    largest batch (:data:`ENGINE_MAX_BATCH`, none for SGLang and ATOM) and the prompts the run sends; at least 1."""
+    tokens the KV pool holds (:func:`_kv_limit`: vLLM's accounting, TensorRT-LLM's own), the engine's largest
+    batch ``max_num_seqs`` (:func:`scheduler_limits`; none for SGLang and ATOM) and the prompts the run sends; at
+    least 1."""
     config = (pm.model.id, pm.gpu.id, int(np.ravel(pm.tensor_parallel_size)[0]), pm.pipeline_parallel_size,
               pm.quantization, pm.kv_cache_dtype)
     trtllm_pool = engine.startswith("trtllm")
     kv = np.array([_kv_limit(*config, int(c), trtllm_pool) for c in input_len + output_len], dtype=float)
-    cap = float(ENGINE_MAX_BATCH.get(engine, np.inf))
-    return np.maximum(np.fmin(np.minimum(kv, cap), num_prompts), 1.0)
+    return np.maximum(np.fmin(np.minimum(kv, max_num_seqs), num_prompts), 1.0)
 
 
 _KEYS = ("tpot_s", "itl_median_s", "ttft_s", "output_tokens_per_s_per_gpu")
@@ -520,14 +547,16 @@ def _load_metrics(pm: Roofline, rows: pd.DataFrame, engine: str) -> dict[str, np
     load = rows["load"].to_numpy()
     i, o = rows["input_len"].to_numpy(float), rows["output_len"].to_numpy(float)
     b = rows["batch"].to_numpy(float).copy()
+    cap = float(rows["max_num_seqs"].iloc[0])
     ceiling, closed = load == "offline_max", load == "concurrency"
     if ceiling.any():
-        b[ceiling] = ceiling_batch(pm, engine, i[ceiling], o[ceiling], rows["num_prompts"].to_numpy(float)[ceiling])
+        b[ceiling] = ceiling_batch(pm, engine, i[ceiling], o[ceiling], rows["num_prompts"].to_numpy(float)[ceiling],
+                                   cap)
     static, rate = load == "static_batch", load == "request_rate"
-    slots = np.full(len(b), float(ENGINE_MAX_BATCH.get(engine, np.inf)))
+    slots = np.full(len(b), cap)
     capped = closed | static
     if capped.any() and engine.startswith("vllm"):
-        slots[capped] = ceiling_batch(pm, engine, i[capped], o[capped], np.full(int(capped.sum()), np.inf))
+        slots[capped] = ceiling_batch(pm, engine, i[capped], o[capped], np.full(int(capped.sum()), np.inf), cap)
     sm = serving.serving_metrics(pm, np.nan_to_num(b, nan=1.0), i, o, max_running=slots)
     out = {k: np.array(sm[k], dtype=float) for k in _KEYS}
     if static.any():
@@ -536,18 +565,19 @@ def _load_metrics(pm: Roofline, rows: pd.DataFrame, engine: str) -> dict[str, np
     if rate.any():
         client = rows["concurrency"].to_numpy(float)[rate]
         prompts = np.nan_to_num(rows["num_prompts"].to_numpy(float)[rate], nan=np.inf)
-        part = _open_loop(pm, rows["request_rate"].to_numpy(float)[rate], i[rate], o[rate], engine, client, prompts)
+        part = _open_loop(pm, rows["request_rate"].to_numpy(float)[rate], i[rate], o[rate], engine, client, prompts,
+                          cap)
         _put(out, part, rate)
         b[rate] = part["concurrency"]
     return {**out, "batch": b}
 
 
 def _open_loop(pm: Roofline, rate: np.ndarray, i: np.ndarray, o: np.ndarray, engine: str,
-               client: np.ndarray, prompts: np.ndarray) -> dict[str, np.ndarray]:
+               client: np.ndarray, prompts: np.ndarray, max_num_seqs: float) -> dict[str, np.ndarray]:
     """Open-loop metrics at ``rate`` requests/s with at most :func:`ceiling_batch` requests in flight (each row's:
     the sequences of its lengths the KV pool holds, the engine's largest batch and the ``prompts`` the run sends),
     or the benchmark client's ``client`` cap (``--max-concurrency``; NaN: none) where that is smaller."""
-    engine_cap = ceiling_batch(pm, engine, i, o, prompts)
+    engine_cap = ceiling_batch(pm, engine, i, o, prompts, max_num_seqs)
     cap = np.floor(np.fmin(engine_cap, client))
     return dict(serving.open_loop_metrics(pm, rate, i, o, max_num_seqs=cap))
 

@@ -185,16 +185,25 @@ def engine_generation(engine: str, version: object = None) -> str:
     others by name. The release is the first ``X.Y`` after the engine's name in ``version`` (``rocm/vllm:
     rocm6.4.1_vllm_0.9.1`` is vLLM 0.9, not 6.4), else its first ``X.Y``."""
     name = _ENGINES.get(engine.lower(), engine.lower())
-    text = str(version or "")
-    found = (re.search(rf"{re.escape(name)}\D{{0,3}}?(\d+)\.(\d+)", text, re.I)
-             or re.search(r"(\d+)\.(\d+)", text))
-    release = (int(found[1]), int(found[2])) if found else None
-    if name == "vllm" and re.search(r"\bV0 engine\b", text, re.I):
+    found = engine_release(engine, version)
+    release = found[:2] if found else None
+    if name == "vllm" and re.search(r"\bV0 engine\b", str(version or ""), re.I):
         return "vllm-v0"
     for until, generation in _GENERATIONS.get(name, ((None, name),)):
         if until is None or (release is not None and release < until):
             return generation
     return name
+
+
+def engine_release(engine: str, version: object = None) -> tuple[int, int, int] | None:
+    """The engine's release ``(X, Y, Z)`` a version string names: the first ``X.Y[.Z]`` after the engine's name
+    (``rocm/vllm:rocm6.4.1_vllm_0.9.1`` is vLLM 0.9.1, not 6.4.1), else the first in the string (``Z`` 0
+    where not given); None where there is none."""
+    name = _ENGINES.get(engine.lower(), engine.lower())
+    text = str(version or "")
+    found = (re.search(rf"{re.escape(name)}\D{{0,3}}?(\d+)\.(\d+)(?:\.(\d+))?", text, re.I)
+             or re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text))
+    return (int(found[1]), int(found[2]), int(found[3] or 0)) if found else None
 
 
 #: The per-step software costs, which the engine's factor scales.

@@ -348,8 +348,8 @@ def test_offline_ceiling_batch_is_the_fewest_of_kv_engine_and_prompts(monkeypatc
     monkeypatch.setattr(acc, "_kv_limit", lambda *config: 300)              # the pool holds 300 sequences
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
     i, o = np.array([1000.0, 1000.0, 1000.0]), np.array([200.0, 200.0, 200.0])
-    assert acc.ceiling_batch(r, "vllm-v1", i, o, np.array([1000.0, 100.0, np.nan])).tolist() == [256, 100, 256]
-    assert acc.ceiling_batch(r, "trtllm", i, o, np.array([1000.0, 100.0, np.nan])).tolist() == [300, 100, 300]
+    assert acc.ceiling_batch(r, "vllm-v0", i, o, np.array([1000.0, 100.0, np.nan]), 256).tolist() == [256, 100, 256]
+    assert acc.ceiling_batch(r, "trtllm", i, o, np.array([1000.0, 100.0, np.nan]), 2048).tolist() == [300, 100, 300]
     assert acc.ceiling_batch(r, "sglang", i, o, np.array([5000.0, 0.5, np.nan])).tolist() == [300, 1, 300]
 
 
@@ -459,3 +459,23 @@ def test_loso_with_refits_predicts_each_source_by_the_profile_fitted_without_it(
     assert set(tr["correction_level"]) == {"no refit stored (in-sample)"}
     assert np.allclose(tr["corrected"], tr["predicted"])
     assert {"inferencex", "dstack", "lmdeploy"} <= {h.source for h in load_fit().held_out}
+
+
+@pytest.mark.parametrize(("engine", "version", "gpu", "stated", "limits"), [
+    ("vllm", "0.18.0", "H100-SXM", None, (8192, 1024)),    # V1 on >= 70 GiB (arg_utils.py get_batch_defaults)
+    ("vllm", "0.14.1", "GB300", None, (8192, 1024)),       # the >= 160 GiB tier came in 0.28
+    ("vllm", "0.10.2", "L40S", None, (2048, 256)),         # the small tier
+    ("vllm", "0.10.2", "L40S", 4096, (4096, 256)),         # a stated budget stands
+    ("vllm", "0.8.3", "A100-40GB-SXM", None, (2048, 1024)),  # 0.7-0.8.3: every GPU 1024 sequences
+    ("vllm", "0.6.3 (the V0 engine)", "H100-SXM", None, (8192, 256)),  # V0: the fixed defaults
+    ("trtllm", "1.0.0", "H100-SXM", None, (8192, 2048)),
+    ("sglang", "0.5.6", "B200", 16384, (16384, np.inf)),
+])
+def test_each_row_runs_its_engines_scheduler_limits(engine, version, gpu, stated, limits):
+    """A vLLM V1 row runs with the token budget and the largest batch ``vllm serve`` of its release picks on its
+    GPU; other engines with the budget they state (else 8,192 tokens) and their default largest batch."""
+    import calculators.perf.accuracy as acc
+    generation = acc.engine_generation(engine, version)
+    got = acc.scheduler_limits(engine, version, generation, "meta-llama/Llama-3.1-8B", gpu,
+                               np.nan if stated is None else float(stated))
+    assert got == limits
