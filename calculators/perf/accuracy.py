@@ -331,23 +331,23 @@ def _served_lengths(f: pd.DataFrame) -> None:
 
 @cache
 def scheduler_limits(engine: str, version: object, generation: str, model_id: object, gpu_id: object,
-                     stated_tokens: float) -> tuple[int, float]:
+                     stated_tokens: int | None) -> tuple[int, float]:
     """The token budget and the largest batch [sequences] a row's engine ran with: the budget it states, else for
     vLLM V1 the ``vllm serve`` defaults of its release on its GPU
     (:func:`~calculators.vllm.versions.default_scheduler_limits`: 8,192 tokens and 1,024 sequences on GPUs of
     70 GiB or more from 0.8.5), else :data:`DEFAULT_MAX_NUM_BATCHED_TOKENS` and :data:`ENGINE_MAX_BATCH`. V0's own
     defaults hang on flags the corpus does not record (``max_model_len``, multi-step scheduling), so V0 rows keep
     the fixed ones."""
-    tokens = None if np.isnan(stated_tokens) else int(stated_tokens)
+    fixed = stated_tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS, float(ENGINE_MAX_BATCH.get(generation, np.inf))
     release = engine_release(engine, version) if generation.startswith("vllm-v1") else None
-    if release is None or model_id is None or gpu_id is None or pd.isna(gpu_id) or pd.isna(model_id):
-        return tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS, float(ENGINE_MAX_BATCH.get(generation, np.inf))
+    if release is None or pd.isna(model_id) or pd.isna(gpu_id):
+        return fixed
     try:
         v = parse_vllm_version(".".join(map(str, release)), "V1")
-    except InvalidInputError:
-        return tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS, float(ENGINE_MAX_BATCH.get(generation, np.inf))
-    budget, seqs = serve_defaults(get_model(str(model_id)), get_gpu(str(gpu_id)), max_num_batched_tokens=tokens,
-                                  vllm_version=v.text)
+    except InvalidInputError:  # a release V1 did not exist in
+        return fixed
+    budget, seqs = serve_defaults(get_model(str(model_id)), get_gpu(str(gpu_id)),
+                                  max_num_batched_tokens=stated_tokens, vllm_version=v.text)
     return budget, float(seqs)
 
 
@@ -372,9 +372,9 @@ def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
     f["model_id"] = f["model"].map({m: resolve_model(m) for m in f["model"].unique()})
     version = f["engine_version"] if "engine_version" in f.columns else pd.Series(None, index=f.index)
     f["engine_generation"] = [engine_generation(str(e), v) for e, v in zip(f["engine"], version, strict=True)]
-    stated = _column(f, "max_num_batched_tokens")
-    limits = [scheduler_limits(*key) for key in zip(f["engine"], version, f["engine_generation"], f["model_id"],
-                                                     f["catalog_gpu"], stated, strict=True)]
+    stated = [None if np.isnan(t) else int(t) for t in _column(f, "max_num_batched_tokens")]
+    limits = [scheduler_limits(*key) for key in zip(f["engine"], version.astype(object), f["engine_generation"],
+                                                     f["model_id"], f["catalog_gpu"], stated, strict=True)]
     f["max_num_batched_tokens"] = [int(tokens) for tokens, _ in limits]
     f["max_num_seqs"] = [seqs for _, seqs in limits]
     f["load"] = _load(f)

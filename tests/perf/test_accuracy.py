@@ -476,6 +476,5 @@ def test_each_row_runs_its_engines_scheduler_limits(engine, version, gpu, stated
     GPU; other engines with the budget they state (else 8,192 tokens) and their default largest batch."""
     import calculators.perf.accuracy as acc
     generation = acc.engine_generation(engine, version)
-    got = acc.scheduler_limits(engine, version, generation, "meta-llama/Llama-3.1-8B", gpu,
-                               np.nan if stated is None else float(stated))
+    got = acc.scheduler_limits(engine, version, generation, "meta-llama/Llama-3.1-8B", gpu, stated)
     assert got == limits
