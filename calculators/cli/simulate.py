@@ -14,8 +14,6 @@ from calculators.perf.roofline import Roofline
 from calculators.sim.policies import SLO, ContinuousBatching, StaticBatching, kv_blocks
 from calculators.sim.workload import Gamma, Poisson, length_distribution, make_workload, read_trace
 from calculators.specs.catalog import get_gpu
-from calculators.specs.schema import GPUSpec, ModelSpec
-from calculators.validation import positive_int
 from calculators.vllm.versions import serve_defaults
 
 WARMUP_SHARE = 0.10  # of --duration-s left out of the statistics by default (the empty-server transient)
@@ -74,13 +72,6 @@ def _workload(a: argparse.Namespace, max_len: int | None):
     return make_workload(arrivals, *lengths, duration_s=a.duration_s, seed=a.seed)
 
 
-def _scheduler_limits(a: argparse.Namespace, model: ModelSpec, gpu: GPUSpec) -> tuple[int, int]:
-    """``(max_num_batched_tokens, max_num_seqs)``: the flags given, else ``vllm serve``'s for the GPU."""
-    tokens, seqs = (None if x is None else int(positive_int(name, x, scalar=True)) for name, x in
-                    (("max_num_batched_tokens", a.max_num_batched_tokens), ("max_num_seqs", a.max_num_seqs)))
-    return serve_defaults(model, gpu, a.max_model_len, max_num_batched_tokens=tokens, max_num_seqs=seqs)
-
-
 def simulate_document(a: argparse.Namespace) -> dict:
     """Run the simulation the arguments describe and return the JSON document."""
     model, gpu = resolve_model(a.model), get_gpu(a.gpu)
@@ -89,7 +80,8 @@ def simulate_document(a: argparse.Namespace) -> dict:
                                        gpu_memory_utilization=a.gpu_memory_utilization)
     if num_blocks <= 0:
         return {"fits": False, "message": "the model does not fit: no KV-cache blocks left"}
-    tokens, seqs = _scheduler_limits(a, model, gpu)
+    tokens, seqs = serve_defaults(model, gpu, a.max_model_len, max_num_batched_tokens=a.max_num_batched_tokens,
+                                  max_num_seqs=a.max_num_seqs)  # the flags given, else vllm serve's for the GPU
     pm = Roofline(model, gpu, tensor_parallel_size=tp, max_num_batched_tokens=tokens,
                   scheduler_recv_interval=a.scheduler_recv_interval)
     wl = _workload(a, a.max_model_len)

@@ -231,12 +231,10 @@ def resolve_settings(model: ModelSpec, gpu_memory_bytes: float, gpu_name: str, *
     if mml > model.max_position_embeddings:
         raise InvalidInputError("max_model_len", mml,
                                 f"at most max_position_embeddings ({model.max_position_embeddings}) of {model.id}")
-    given_tokens, given_seqs = (None if x is None else int(positive_int(name, x, scalar=True)) for name, x in
-                                (("max_num_batched_tokens", max_num_batched_tokens), ("max_num_seqs", max_num_seqs)))
     tokens, seqs = default_scheduler_limits(v, model, gpu_memory_bytes / GiB, gpu_name, mml, rocm=rocm,
                                             compute_capability=compute_capability,
-                                            max_num_batched_tokens=given_tokens, max_num_seqs=given_seqs)
-    if given_tokens is None and not language_model_only:
+                                            max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs)
+    if max_num_batched_tokens is None and not language_model_only:
         tokens = max(tokens, model.max_tokens_per_mm_item)  # a step holds a whole item vLLM will not split
     default_block = mla_block_size if model.is_mla and v.engine == "V1" else 16
     return Settings(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from calculators.errors import InvalidInputError
 from calculators.specs.schema import GPUSpec, ModelSpec
+from calculators.validation import positive_int
 
 DEFAULT_VLLM_VERSION = "0.33.0"
 #: The oldest release whose start-up accounting docs/vllm-memory.md was read from.
@@ -132,10 +133,14 @@ def default_scheduler_limits(v: VllmVersion, model: ModelSpec, gpu_memory_gib: f
                              max_num_seqs: int | None = None) -> tuple[int, int]:
     """``(max_num_batched_tokens, max_num_seqs)`` vLLM runs with: those given, the others its defaults.
 
-    ``offline``: the ``LLM`` class (``benchmark_throughput.py``) rather than ``vllm serve``. V1 picks by
+    ``offline``: the ``LLM`` class (``benchmark_throughput.py``) rather than ``vllm serve``. Given values must be
+    whole numbers from 1 (else :class:`InvalidInputError` names the flag). V1 picks by
     hardware tier (:func:`_v1_tier`); from 0.10.1 the default ``max_num_seqs`` is at most the token budget, from
     0.11.1 the default budget at most ``max_num_seqs × max_model_len``. V0: :func:`_v0_defaults`. Read from the
     releases' ``vllm/engine/arg_utils.py`` and ``vllm/config.py`` (docs/vllm-memory.md §2.3)."""
+    max_num_batched_tokens, max_num_seqs = (None if x is None else int(positive_int(name, x, scalar=True))
+                                            for name, x in (("max_num_batched_tokens", max_num_batched_tokens),
+                                                            ("max_num_seqs", max_num_seqs)))
     if v.engine == "V0":
         tokens, seqs = _v0_defaults(v, model, max_model_len, rocm)
     else:
@@ -154,7 +159,7 @@ def serve_defaults(model: ModelSpec, gpu: GPUSpec, max_model_len: int | None = N
                    max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None,
                    vllm_version: str = DEFAULT_VLLM_VERSION) -> tuple[int, int]:
     """``(max_num_batched_tokens, max_num_seqs)`` that ``vllm serve`` runs ``model`` with on ``gpu`` at the
-    release: those given (validated by the caller), else its defaults (:func:`default_scheduler_limits`;
+    release: those given, else its defaults (:func:`default_scheduler_limits`;
     ``max_model_len`` defaults to the model's context)."""
     return default_scheduler_limits(parse_vllm_version(vllm_version), model, gpu.memory_gib, gpu.name,
                                     max_model_len or model.max_position_embeddings, rocm=gpu.vendor == "AMD",
