@@ -84,7 +84,7 @@ def load_calibration(path: str | None) -> Calibration | None:
 def plain_roofline(a: argparse.Namespace, eff: Efficiencies) -> Roofline:
     """The roofline the flags describe; the step's token budget is vLLM's default for the GPU unless given."""
     model, gpu = resolve_model(a.model), get_gpu(a.gpu)
-    budget = a.max_num_batched_tokens or serve_defaults(model, gpu)[0]
+    budget = serve_defaults(model, gpu, max_num_batched_tokens=a.max_num_batched_tokens)[0]
     return Roofline(model, gpu, tensor_parallel_size=a.tensor_parallel_size,
                     pipeline_parallel_size=a.pipeline_parallel_size, quantization=a.quantization, dtype=a.dtype,
                     kv_cache_dtype=a.kv_cache_dtype, efficiencies=eff,

@@ -16,8 +16,8 @@ LOADS = {"static_batch": "static batch of {concurrency:g}", "concurrency": "{con
 def cmd_perf(a: argparse.Namespace) -> int:
     batch = None if a.batch_size is None else int(positive_int("batch_size", a.batch_size, scalar=True))
     r = roofline(a)
-    seqs = (serve_defaults(r.model, r.gpu, max_num_batched_tokens=r.max_num_batched_tokens)[1]
-            if a.max_num_seqs is None else a.max_num_seqs)
+    seqs = serve_defaults(r.model, r.gpu, max_num_batched_tokens=r.max_num_batched_tokens,
+                          max_num_seqs=a.max_num_seqs)[1]
     doc = perf_document(r, batch_size=batch, concurrency=a.concurrency, request_rate=a.request_rate,
                         max_num_seqs=seqs, input_len=a.input_len, output_len=a.output_len)
     if a.json:

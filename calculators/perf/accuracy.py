@@ -73,7 +73,7 @@ from calculators.specs.catalog import get_gpu, get_model, load_models
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.capacity import CapacityResult, vllm_capacity
 from calculators.vllm.concurrency import batch_limit
-from calculators.vllm.versions import parse_vllm_version, serve_defaults
+from calculators.vllm.versions import serve_defaults
 
 METRICS = ("tpot", "ttft", "throughput")
 """The compared quantities: time per output token, time to first token, output tokens/s per GPU."""
@@ -343,11 +343,10 @@ def scheduler_limits(engine: str, version: object, generation: str, model_id: ob
     if release is None or pd.isna(model_id) or pd.isna(gpu_id):
         return fixed
     try:
-        v = parse_vllm_version(".".join(map(str, release)), "V1")
-    except InvalidInputError:  # a release V1 did not exist in
+        budget, seqs = serve_defaults(get_model(str(model_id)), get_gpu(str(gpu_id)),
+                                      max_num_batched_tokens=stated_tokens, vllm_version=".".join(map(str, release)))
+    except InvalidInputError:  # a release outside those read (docs/vllm-memory.md)
         return fixed
-    budget, seqs = serve_defaults(get_model(str(model_id)), get_gpu(str(gpu_id)),
-                                  max_num_batched_tokens=stated_tokens, vllm_version=v.text)
     return budget, float(seqs)
 
 

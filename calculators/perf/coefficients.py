@@ -182,8 +182,7 @@ def engine_generation(engine: str, version: object = None) -> str:
     the attention kernels and launched those one by one (``FULL_AND_PIECEWISE`` default: v0.11.0 release notes,
     https://github.com/vllm-project/vllm/releases/tag/v0.11.0) as ``vllm-v1-piecewise``; SGLang
     before 0.5 and TensorRT-LLM before 1.0 (the PyTorch-backend rewrite) as ``sglang-old`` and ``trtllm-old``;
-    others by name. The release is the first ``X.Y`` after the engine's name in ``version`` (``rocm/vllm:
-    rocm6.4.1_vllm_0.9.1`` is vLLM 0.9, not 6.4), else its first ``X.Y``."""
+    others by name. The release is :func:`engine_release`'s reading of ``version``."""
     name = _ENGINES.get(engine.lower(), engine.lower())
     found = engine_release(engine, version)
     release = found[:2] if found else None
