@@ -5,7 +5,8 @@ Decode at batch ``B`` and context ``C`` (docs/performance-model.md §3.1)::
     bytes = dense weights + expert weights · (1 − (1 − k/E)^B)      (experts a batch touches)
             + B · KV bytes of a sequence of C tokens (windowed layers capped)
     FLOP  = B · (2 · active parameters + attention FLOP growing with C)
-    time  = max(FLOP / (peak · eff_c), bytes / (bandwidth · eff_m))
+    time  = max(linear FLOP / (peak · eff_c), weight bytes / (bandwidth · eff_m))
+            + max(attention FLOP / (peak_16 · eff_c), KV bytes / (bandwidth · eff_m))
             + TP all-reduce (2 per layer; ring 2(tp−1)/tp · bytes / link + latency) + fixed overhead
 
 With pipeline parallelism every figure is per stage, the ``m`` micro-batches of a step take
@@ -340,14 +341,26 @@ def _coefficients(r: Roofline) -> Coefficients:
         layers_per_stage=layers, tp=tp, pp=pp, mla=m.is_mla, moe_layers_per_stage=len(m.moe_layers) * frac)
 
 
-def _compute_s(c: Coefficients, e: Efficiencies, linear_flop: np.ndarray, attention_flop: np.ndarray,
-               tokens: np.ndarray) -> np.ndarray:
-    """The matmuls of a pass of ``tokens`` tokens [s]: the linear layers' at the compute dtype's peak (8- or 4-bit
-    for quantised weights and activations), the experts' share of them at ``moe_compute_share`` of the
-    efficiency, attention's at the 16-bit activation dtype's peak (queries, keys and values are not quantised
-    with the weights), all at the compute efficiency (docs/performance-model.md §3.1)."""
+def _linear_compute_s(c: Coefficients, e: Efficiencies, linear_flop: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """The linear layers' matmuls of a pass of ``tokens`` tokens [s]: at the compute dtype's peak (8- or 4-bit for
+    quantised weights and activations), the experts' share of them at ``moe_compute_share`` of the efficiency
+    (docs/performance-model.md §3.1)."""
     experts = tokens * c.expert_flop_per_token * (1 / e.moe_compute_share - 1)
-    return ((linear_flop + experts) / c.peak_flop_per_s + attention_flop / c.attn_peak_flop_per_s) / e.compute
+    return (linear_flop + experts) / c.peak_flop_per_s / e.compute
+
+
+def _attention_compute_s(c: Coefficients, e: Efficiencies, attention_flop: np.ndarray) -> np.ndarray:
+    """Attention's matmuls [s], at the 16-bit activation dtype's peak (queries, keys and values are not quantised
+    with the weights) and the compute efficiency (docs/performance-model.md §3.1)."""
+    return attention_flop / c.attn_peak_flop_per_s / e.compute
+
+
+def _kernels_s(linear_s: np.ndarray, weights_s: np.ndarray, attention_s: np.ndarray,
+               kv_s: np.ndarray) -> np.ndarray:
+    """A pass's matmul time [s]: the linear layers' kernels at the slower of their matmuls and their weight reads,
+    then attention's at the slower of its matmuls and its KV traffic. The two run one after the other, so a
+    compute-bound linear layer does not hide a memory-bound attention kernel (docs/performance-model.md §3.1)."""
+    return np.maximum(linear_s, weights_s) + np.maximum(attention_s, kv_s)
 
 
 def _allreduce_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.ndarray:
@@ -425,14 +438,16 @@ def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayL
     mem_bytes = c.dense_weight_bytes + c.expert_weight_bytes * touched + kv_read
     attn_flop = b * (c.attn_full_flop_per_token_ctx * ctx + c.attn_window_flop_per_token_ctx * win)
     flop = b * c.linear_flop_per_token + attn_flop
-    compute_s = _compute_s(c, e, b * c.linear_flop_per_token, attn_flop, b)
-    memory_s = _weights_s(c, e, b) + _attention_read_s(c, e, kv_read, ctx)
+    linear_s = _linear_compute_s(c, e, b * c.linear_flop_per_token, b)
+    attention_s = _attention_compute_s(c, e, attn_flop)
+    weights_s, kv_s = _weights_s(c, e, b), _attention_read_s(c, e, kv_read, ctx)
+    compute_s, memory_s = linear_s + attention_s, weights_s + kv_s
     comm_s = _allreduce_s(c, e, b) + _layers_s(c, e)
     stages = micro_batches + c.pp - 1
     handoff = (c.pp - 1) * (b * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
                             + PP_HANDOFF_LATENCY_S)
     overhead = _software_s(c, e, b * micro_batches)
-    step = stages * (np.maximum(compute_s, memory_s) + comm_s) + handoff + overhead
+    step = stages * (_kernels_s(linear_s, weights_s, attention_s, kv_s) + comm_s) + handoff + overhead
     return {"compute_s": compute_s, "memory_s": memory_s, "allreduce_s": _allreduce_s(c, e, b) * stages,
             "overhead_s": overhead + stages * _layers_s(c, e) + 0 * step, "step_s": step,
             "flop": flop, "bytes": mem_bytes,
@@ -464,14 +479,16 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     prompts = p * micro_batches / np.maximum(2 * half, 1.0)
     skip_head = p - _logit_rows(p, prompts / micro_batches)  # prompt tokens whose logits are not taken
     linear_flop = (b + p) * c.linear_flop_per_token - skip_head * c.lm_head_flop_per_token
-    compute_s = _compute_s(c, e, linear_flop, attn_flop, b + p)
-    memory_s = (_weights_s(c, e, b + p) + written / (c.bandwidth_bytes_per_s * e.memory)
-                + _attention_read_s(c, e, kv_read, ctx))
+    linear_s, attention_s = _linear_compute_s(c, e, linear_flop, b + p), _attention_compute_s(c, e, attn_flop)
+    weights_s = _weights_s(c, e, b + p)
+    kv_s = written / (c.bandwidth_bytes_per_s * e.memory) + _attention_read_s(c, e, kv_read, ctx)
+    compute_s, memory_s = linear_s + attention_s, weights_s + kv_s
     stages = micro_batches + c.pp - 1
     handoff = (c.pp - 1) * ((b + p) * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
                             + PP_HANDOFF_LATENCY_S)
     comm_s = _allreduce_s(c, e, b + p) + _layers_s(c, e) + _eager_prefill_s(c, e, p)
-    step = stages * (np.maximum(compute_s, memory_s) + comm_s) + handoff + _software_s(c, e, b * micro_batches
+    step = stages * (_kernels_s(linear_s, weights_s, attention_s, kv_s) + comm_s) + handoff + _software_s(
+        c, e, b * micro_batches
                                                                                        + prompts)
     return {"compute_s": compute_s, "memory_s": memory_s, "step_s": step, "memory_bound": memory_s >= compute_s}
 
@@ -492,13 +509,14 @@ def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: 
     written = tokens * (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token)
     skip_head = tokens - _logit_rows(tokens, n + chunks - 1)  # a chunk boundary splits at most one prompt
     linear_flop = tokens * c.linear_flop_per_token - skip_head * c.lm_head_flop_per_token
-    compute_s = _compute_s(c, e, linear_flop, attn_flop, tokens)
-    memory_s = chunks * _weights_s(c, e, tokens / chunks) + written / (c.bandwidth_bytes_per_s * e.memory)
+    linear_s, attention_s = _linear_compute_s(c, e, linear_flop, tokens), _attention_compute_s(c, e, attn_flop)
+    weights_s, kv_s = chunks * _weights_s(c, e, tokens / chunks), written / (c.bandwidth_bytes_per_s * e.memory)
+    compute_s, memory_s = linear_s + attention_s, weights_s + kv_s
     per_chunk = (_allreduce_s(c, e, tokens / chunks) + _layers_s(c, e) + _eager_prefill_s(c, e, tokens)
                  + _software_s(c, e, n / chunks))
     handoff = (c.pp - 1) * (tokens * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
                             + PP_HANDOFF_LATENCY_S)
-    time = c.pp * np.maximum(compute_s, memory_s) + chunks * per_chunk * c.pp + handoff
+    time = c.pp * _kernels_s(linear_s, weights_s, attention_s, kv_s) + chunks * per_chunk * c.pp + handoff
     return {"compute_s": compute_s * c.pp, "memory_s": memory_s * c.pp, "time_s": time,
             "flop": linear_flop + attn_flop, "memory_bound": memory_s >= compute_s}
 

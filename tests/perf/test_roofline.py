@@ -95,6 +95,23 @@ def test_pipeline_bubble():
     assert r.decode_breakdown(8, 100)["bubble_fraction"] == pytest.approx(1 / 3)  # (pp−1)/(pp−1+m), m = pp = 2
 
 
+def test_compute_bound_linear_layers_do_not_hide_memory_bound_attention():
+    # Llama-3.1-8B on an H100 at ideal efficiency, 512 sequences at 640 tokens: the linear layers' matmuls,
+    # 512·F / 989.4 TFLOP/s = 7.77 ms, outlast their weight reads (W / 3.35 TB/s = 4.48 ms); attention reads
+    # 512 × 640 × 131,072 B of KV (12.82 ms) for 512·640·a FLOP (0.17 ms). The kernels run one after the other,
+    # so the step is 7.77 + 12.82 = 20.59 ms, where one max over the step's totals would give 17.30 ms.
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), efficiencies=IDEAL)
+    b, ctx = 512, 640
+    linear, weights = b * F_8B / 989.4e12, W_8B / 3.35e12
+    attention, kv = b * ctx * ATTN_8B / 989.4e12, b * ctx * KV_8B / 3.35e12
+    assert linear > weights and kv > attention
+    assert r.decode_step_time_s(b, ctx) == pytest.approx(linear + kv, rel=1e-9)
+    assert r.decode_step_time_s(b, ctx) == pytest.approx(0.02059, abs=1e-5)
+    t = r.decode_breakdown(b, ctx)
+    assert t["compute_s"] == pytest.approx(linear + attention, rel=1e-9)  # the totals it reports
+    assert t["memory_s"] == pytest.approx(weights + kv, rel=1e-9)
+
+
 def test_prefill_quadratic_attention_and_one_lm_head_row_per_prompt():
     # At ideal efficiency a compute-bound prefill of P tokens costs (P·F − (P − 1)·H + a·P(P+1)/2) / peak: the
     # LM head (H = 2 × 4,096 × 128,256 = 1,050,673,152 FLOP) runs on the prompt's last token only.
@@ -114,11 +131,17 @@ def test_prefill_quadratic_attention_and_one_lm_head_row_per_prompt():
 
 def test_a_mixed_step_runs_the_lm_head_on_its_decodes_and_one_row_per_prompt():
     # 8 decodes at 1,000 tokens fused with 1,024 prompt tokens of 512-token prompts (2 prompts): linear FLOP
-    # 8·F + 1,024·F − (1,024 − 2)·H; attention 8·a·1,000 + 1,024·a·256.
+    # 8·F + 1,024·F − (1,024 − 2)·H (14.56 ms at the bf16 peak: compute-bound); attention 8·a·1,000 + 1,024·a·256
+    # FLOP (0.14 ms) against its KV traffic, 8 × 1,000 tokens read and 1,024 written at 131,072 B (0.35 ms at
+    # 3.35 TB/s): the attention kernels are memory-bound and run after the linear layers, so the two add.
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), efficiencies=IDEAL)
     step = r.mixed_step_time_s(8, 1000, 1024, 512)
-    compute = ((8 + 1024) * F_8B - 1022 * H_8B + ATTN_8B * (8 * 1000 + 1024 * 256)) / 989.4e12
-    assert float(step) == pytest.approx(compute, rel=1e-9)  # compute-bound, no overheads at ideal efficiency
+    linear = ((8 + 1024) * F_8B - 1022 * H_8B) / 989.4e12
+    attention = ATTN_8B * (8 * 1000 + 1024 * 256) / 989.4e12
+    kv = (8 * 1000 + 1024) * KV_8B / 3.35e12
+    assert attention < kv
+    assert float(step) == pytest.approx(linear + kv, rel=1e-9)  # no overheads at ideal efficiency
+    assert float(step) == pytest.approx(0.014923, abs=1e-6)
 
 
 def test_mla_prefill_attends_as_mha_at_the_16_bit_peak():
