@@ -310,6 +310,17 @@ def test_readme_counts_match_the_files():
     assert f"{len(load_measurements()):,} rows from {len(counts)} sources" in text
 
 
+def test_spot_check_tensorrt_llm_70b_fp4_rows_run_the_checkpoints_fp8_cache():
+    # TensorRT-LLM's accuracy test of nvidia/Llama-3.3-70B-Instruct-FP4 (test_nvfp4_tp4) sets no KV dtype, and the
+    # harness holds it to the references/mmlu.yaml entry with kv_cache_quant_algo FP8 (at 000a01de), matched on the
+    # checkpoint's own config: trtllm-bench at its defaults ran that checkpoint with an FP8 cache.
+    rows = [m for m in load_measurements()
+            if m.source_id == "trtllm_perf_overview" and m.model == "nvidia/Llama-3.3-70B-Instruct-FP4"]
+    assert len(rows) == 30
+    assert {m.kv_cache_dtype for m in rows} == {"fp8"}
+    assert all("kv_cache_quant_algo FP8" in m.notes for m in rows)
+
+
 def _kv_read_per_token(row: dict) -> float:
     """KV bytes [B] one GPU reads per output token of ``row``, averaged over its decode: the step at context c reads
     the c tokens each layer keeps (windowed layers at most their window), for c = I … I + O − 1."""
