@@ -487,9 +487,8 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     handoff = (c.pp - 1) * ((b + p) * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
                             + PP_HANDOFF_LATENCY_S)
     comm_s = _allreduce_s(c, e, b + p) + _layers_s(c, e) + _eager_prefill_s(c, e, p)
-    step = stages * (_kernels_s(linear_s, weights_s, attention_s, kv_s) + comm_s) + handoff + _software_s(
-        c, e, b * micro_batches
-                                                                                       + prompts)
+    software = _software_s(c, e, b * micro_batches + prompts)
+    step = stages * (_kernels_s(linear_s, weights_s, attention_s, kv_s) + comm_s) + handoff + software
     return {"compute_s": compute_s, "memory_s": memory_s, "step_s": step, "memory_bound": memory_s >= compute_s}
 
 
