@@ -219,15 +219,16 @@ COMPUTE_SHARES = {"fp8": "fp8_compute_share", "int8": "fp8_compute_share", "fp4"
 def resolved(profile: Profile, vendor: str, architecture: str, engine: str,
              compute_dtype: str = "bf16") -> dict[str, float]:
     """The efficiencies and costs for one GPU, engine and compute dtype: the family's efficiencies where it has
-    an entry, the compute efficiency times the dtype's share for 8- and 4-bit matmuls (which reach less of their
-    doubled and quadrupled peaks than 16-bit ones reach of theirs), the software costs times the engine's factor,
-    and the GPU-side ones times the family's too (docs/performance-model.md §4)."""
+    an entry, the dtype's share of the compute efficiency for 8- and 4-bit matmuls as ``compute_dtype_share``
+    (they reach less of their doubled and quadrupled peaks than 16-bit ones reach of theirs; 1 for 16-bit), the
+    software costs times the engine's factor, and the GPU-side ones times the family's too
+    (docs/performance-model.md §4)."""
     ref = profile.reference.model_dump()
     shares = {key: ref.pop(key) for key in set(COMPUTE_SHARES.values())}
     fam = profile.family.get(gpu_family(vendor, architecture))
     if fam is not None:
         ref["compute"], ref["memory"] = fam.compute, fam.memory
-    ref["compute"] *= shares.get(COMPUTE_SHARES.get(compute_dtype, ""), 1.0)
+    ref["compute_dtype_share"] = shares.get(COMPUTE_SHARES.get(compute_dtype, ""), 1.0)
     factor = eng.overhead_factor if (eng := profile.engine.get(engine)) is not None else 1.0
     gpu_side = fam.overhead_factor if fam is not None else 1.0
     for key in SOFTWARE_COSTS:

@@ -65,6 +65,9 @@ class Efficiencies:
     ``calculators/data/performance_fit.toml`` (docs/performance-model.md §4, each term's source there).
 
     ``compute``, ``memory``: shares of the datasheet's dense peak and HBM bandwidth (≤ 1).
+    ``compute_dtype_share`` (≤ 1): the linear layers' matmuls in an 8- or 4-bit compute dtype reach
+    ``compute`` × this share of their own (doubled or quadrupled) peak; 1 for 16-bit matmuls. Attention's matmuls
+    run in the 16-bit activation dtype, at ``compute`` of its peak.
     ``step_overhead_s`` [s per step], ``layer_overhead_s`` [s per layer per step: launch gaps and small
     kernels between the matmuls], ``sequence_overhead_s`` [s per running sequence per step: sampling, input
     preparation, scheduling]: the engine's software costs. ``allreduce_latency_s`` [s per all-reduce].
@@ -100,9 +103,11 @@ class Efficiencies:
     prefill_layer_overhead_s: float = _REF.prefill_layer_overhead_s
     prefill_moe_layer_overhead_s: float = _REF.prefill_moe_layer_overhead_s
     moe_compute_share: float = _REF.moe_compute_share
+    compute_dtype_share: float = 1.0
 
     def __post_init__(self) -> None:
         fraction("compute_efficiency", self.compute)
+        fraction("compute_dtype_share", self.compute_dtype_share)
         fraction("memory_efficiency", self.memory)
         fraction("mla_attention", self.mla_attention)
         fraction("moe_expert_efficiency", self.moe_expert_efficiency)
@@ -343,10 +348,10 @@ def _coefficients(r: Roofline) -> Coefficients:
 
 def _linear_compute_s(c: Coefficients, e: Efficiencies, linear_flop: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     """The linear layers' matmuls of a pass of ``tokens`` tokens [s]: at the compute dtype's peak (8- or 4-bit for
-    quantised weights and activations), the experts' share of them at ``moe_compute_share`` of the efficiency
-    (docs/performance-model.md §3.1)."""
+    quantised weights and activations) and ``compute × compute_dtype_share`` of it, the experts' share of them at
+    ``moe_compute_share`` of that efficiency (docs/performance-model.md §3.1, §3.6)."""
     experts = tokens * c.expert_flop_per_token * (1 / e.moe_compute_share - 1)
-    return (linear_flop + experts) / c.peak_flop_per_s / e.compute
+    return (linear_flop + experts) / c.peak_flop_per_s / (e.compute * e.compute_dtype_share)
 
 
 def _attention_compute_s(c: Coefficients, e: Efficiencies, attention_flop: np.ndarray) -> np.ndarray:
@@ -429,7 +434,13 @@ def _logit_rows(prompt_tokens: np.ndarray, rows: ArrayLike) -> np.ndarray:
 
 def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLike,
                  micro_batches: int) -> dict[str, np.ndarray]:
-    """The decode step split into its terms [s] (see the module docstring)."""
+    """The decode step split into its terms [s] (see the module docstring).
+
+    ``linear_s``, ``weights_s``, ``attention_s`` and ``kv_s`` are one micro-batch's on one stage: the linear
+    layers' matmuls and weight reads, attention's matmuls and KV reads. ``kernels_s`` is their
+    ``max(linear, weights) + max(attention, KV)`` over the ``m + pp − 1`` stage slots of a step, so
+    ``step_s = kernels_s + allreduce_s + overhead_s + handoff_s``. ``compute_s`` and ``memory_s`` are the
+    micro-batch's totals (``memory_bound`` compares them)."""
     b = np.asarray(batch, dtype=np.float64) / micro_batches
     ctx = np.asarray(ctx, dtype=np.float64)
     win = np.minimum(ctx, c.window_tokens)
@@ -447,8 +458,11 @@ def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayL
     handoff = (c.pp - 1) * (b * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
                             + PP_HANDOFF_LATENCY_S)
     overhead = _software_s(c, e, b * micro_batches)
-    step = stages * (_kernels_s(linear_s, weights_s, attention_s, kv_s) + comm_s) + handoff + overhead
-    return {"compute_s": compute_s, "memory_s": memory_s, "allreduce_s": _allreduce_s(c, e, b) * stages,
+    kernels = stages * _kernels_s(linear_s, weights_s, attention_s, kv_s)
+    step = kernels + stages * comm_s + handoff + overhead
+    return {"compute_s": compute_s, "memory_s": memory_s, "linear_s": linear_s, "weights_s": weights_s,
+            "attention_s": attention_s, "kv_s": kv_s, "kernels_s": kernels,
+            "allreduce_s": _allreduce_s(c, e, b) * stages, "handoff_s": handoff + 0 * step,
             "overhead_s": overhead + stages * _layers_s(c, e) + 0 * step, "step_s": step,
             "flop": flop, "bytes": mem_bytes,
             "bubble_fraction": (c.pp - 1) / stages + 0 * step,
@@ -495,7 +509,8 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
 def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: ArrayLike,
                   max_num_batched_tokens: int) -> dict[str, np.ndarray]:
     """Prefill of ``prompts`` prompts of ``prompt`` tokens, chunked by the token budget [s]; the LM head runs on
-    one row per prompt and chunk (:func:`_logit_rows`)."""
+    one row per prompt and chunk (:func:`_logit_rows`). ``kernels_s`` is the matmuls' and memory traffic's time
+    on the ``pp`` stages; ``time_s`` adds the chunks' all-reduces and per-chunk costs and the hand-offs."""
     p = np.asarray(prompt, dtype=np.float64)
     n = np.asarray(prompts, dtype=np.float64)
     tokens = n * p
@@ -515,8 +530,9 @@ def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: 
                  + _software_s(c, e, n / chunks))
     handoff = (c.pp - 1) * (tokens * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
                             + PP_HANDOFF_LATENCY_S)
-    time = c.pp * _kernels_s(linear_s, weights_s, attention_s, kv_s) + chunks * per_chunk * c.pp + handoff
-    return {"compute_s": compute_s * c.pp, "memory_s": memory_s * c.pp, "time_s": time,
+    kernels = c.pp * _kernels_s(linear_s, weights_s, attention_s, kv_s)
+    time = kernels + chunks * per_chunk * c.pp + handoff
+    return {"compute_s": compute_s * c.pp, "memory_s": memory_s * c.pp, "kernels_s": kernels, "time_s": time,
             "flop": linear_flop + attn_flop, "memory_bound": memory_s >= compute_s}
 
 

@@ -18,6 +18,7 @@ IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_lat
                      request_overhead_s=0.0, moe_compute_share=1.0)
 W_8B = 8_030_261_248 * 2 - 128_256 * 4096 * 2  # Llama-3.1-8B weights less the token embedding [bytes]
 KV_8B = 131_072                                 # KV bytes per token, 32 layers × 2 × 8 heads × 128 × 2 B
+ATTN_8B = 4 * 32 * 128 * 32                     # attention FLOP per token per context token: QKᵀ and AV
 BW_H100 = 3.35e12
 
 
@@ -132,15 +133,29 @@ def test_family_and_engine_entries_resolve_by_hand():
 
 
 def test_narrow_matmuls_take_their_share_of_the_compute_efficiency():
-    """8-bit matmuls reach 0.8 × and 4-bit ones 0.5 × the family's 16-bit share of their own (higher) peaks."""
-    assert resolved(PROFILE, "AMD", "CDNA 3", "sglang", "fp8")["compute"] == pytest.approx(0.5 * 0.8)
-    assert resolved(PROFILE, "AMD", "CDNA 3", "sglang", "int8")["compute"] == pytest.approx(0.5 * 0.8)
-    assert resolved(PROFILE, "NVIDIA", "Blackwell", "vllm-v1", "fp4")["compute"] == pytest.approx(0.6 * 0.5)
-    assert resolved(PROFILE, "NVIDIA", "Hopper", "vllm-v1", "fp16")["compute"] == 0.6
+    """8-bit matmuls reach 0.8 × and 4-bit ones 0.5 × the family's 16-bit share of their own (higher) peaks; the
+    family's compute efficiency itself stays the 16-bit one, which attention's matmuls use."""
+    for args, share in ((("AMD", "CDNA 3", "sglang", "fp8"), 0.8), (("AMD", "CDNA 3", "sglang", "int8"), 0.8),
+                        (("NVIDIA", "Blackwell", "vllm-v1", "fp4"), 0.5), (("NVIDIA", "Hopper", "vllm-v1", "fp16"), 1.0)):
+        assert resolved(PROFILE, *args)["compute_dtype_share"] == pytest.approx(share)
+    assert resolved(PROFILE, "AMD", "CDNA 3", "sglang", "fp8")["compute"] == 0.5
     assert "fp8_compute_share" not in resolved(PROFILE, "NVIDIA", "Hopper", "vllm-v1")   # not a roofline field
     fp8 = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), quantization="fp8", profile=PROFILE)
     bf16 = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), profile=PROFILE)
-    assert (fp8.dtype_used, fp8.efficiencies.compute, bf16.efficiencies.compute) == ("fp8", pytest.approx(0.48), 0.6)
+    assert (fp8.dtype_used, fp8.efficiencies.compute, fp8.efficiencies.compute_dtype_share) == ("fp8", 0.6, 0.8)
+    assert (bf16.efficiencies.compute, bf16.efficiencies.compute_dtype_share) == (0.6, 1.0)
+
+
+def test_fp8_linear_layers_take_the_share_and_attention_does_not():
+    # Llama-3.1-8B in FP8 on an H100, a compute-bound decode step of 512 sequences at 640 tokens, efficiencies by
+    # hand (compute 0.6, share 0.8, no overheads): linear 512 × F ÷ (1,978.9 TFLOP/s × 0.6 × 0.8) and attention
+    # 512 × 640 × a ÷ (989.4 TFLOP/s × 0.6): its queries, keys and values stay 16-bit, so the share does not apply.
+    eff = replace(IDEAL, compute=0.6, compute_dtype_share=0.8)
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), quantization="fp8", efficiencies=eff)
+    t = r.decode_breakdown(512, 640)
+    linear_flop = float(t["flop"]) - 512 * 640 * ATTN_8B
+    assert float(t["linear_s"]) == pytest.approx(linear_flop / (1978.9e12 * 0.6 * 0.8), rel=1e-9)
+    assert float(t["attention_s"]) == pytest.approx(512 * 640 * ATTN_8B / (989.4e12 * 0.6), rel=1e-9)
 
 
 def test_engine_generations_and_families():
