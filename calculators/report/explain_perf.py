@@ -16,7 +16,6 @@ import numpy as np
 from calculators.perf.curves import KNEE_THRESHOLD
 from calculators.perf.latency_budget import latency_budget
 from calculators.perf.roofline import (
-    PP_HANDOFF_LATENCY_S,
     Roofline,
     attention_dtype,
     attention_read_efficiency,
@@ -124,36 +123,39 @@ def _tp(r: Roofline) -> int:
 
 
 def decode_points(r: Roofline, batches, context_tokens: float) -> dict[str, np.ndarray]:
-    """Decode operating points per GPU: arithmetic intensity [FLOP/byte] and attained FLOP/s
-    (FLOP ÷ the slower of the compute and memory times, i.e. on the efficiency-scaled roof)."""
+    """Decode operating points per GPU: arithmetic intensity [FLOP/byte] and attained FLOP/s (FLOP ÷ the step's
+    kernel time, its linear layers' and its attention's each at the slower of their matmuls and their memory
+    traffic: on the efficiency-scaled roof where both are bound by the same one, below it where they are not)."""
     b = np.unique(np.asarray(batches, dtype=np.float64))
     t = decode_terms(r.coefficients, r.efficiencies, b, np.float64(context_tokens), 1)
     flop, byt = np.broadcast_to(t["flop"], b.shape), np.broadcast_to(t["bytes"], b.shape)
-    busy = np.maximum(t["compute_s"], t["memory_s"])
+    busy = t["kernels_s"] / r.coefficients.pp  # one micro-batch takes pp stage slots; FLOP and bytes are a stage's
     return {"batch_size": b, "flop": flop, "bytes": byt, "intensity_flop_per_byte": flop / byt,
             "flop_per_s": flop / busy, "memory_bound": np.broadcast_to(t["memory_bound"], b.shape)}
 
 
 def prefill_point(r: Roofline, prompt_tokens: float) -> dict:
-    """Prefill of one prompt per GPU: intensity [FLOP/byte] and attained FLOP/s (chunked as vLLM)."""
+    """Prefill of one prompt per GPU: intensity [FLOP/byte] and attained FLOP/s (FLOP ÷ kernel time, as
+    :func:`decode_points`; chunked as vLLM)."""
     c, e = r.coefficients, r.efficiencies
     t = prefill_terms(c, e, np.float64(prompt_tokens), np.float64(1), r.max_num_batched_tokens)
     flop = _f(t["flop"])
     byt = _f(t["memory_s"]) / c.pp * c.bandwidth_bytes_per_s * e.memory
-    busy = max(_f(t["compute_s"]), _f(t["memory_s"])) / c.pp
     return {"prompt_tokens": prompt_tokens, "flop": flop, "bytes": byt, "intensity_flop_per_byte": flop / byt,
-            "flop_per_s": flop / busy, "memory_bound": bool(np.ravel(t["memory_bound"])[0])}
+            "flop_per_s": flop / (_f(t["kernels_s"]) / c.pp), "memory_bound": bool(np.ravel(t["memory_bound"])[0])}
 
 
 def roofs(r: Roofline, intensity_min: float, intensity_max: float, points: int = 48) -> dict[str, np.ndarray]:
-    """The datasheet roof ``min(peak, I · bandwidth)`` and the efficiency-scaled roof [FLOP/s]."""
+    """The datasheet roof ``min(peak, I · bandwidth)`` and the efficiency-scaled roof [FLOP/s]: the compute dtype's
+    peak at the linear layers' efficiency, ``compute × compute_dtype_share``."""
     c, e = r.coefficients, r.efficiencies
     i = np.geomspace(intensity_min, intensity_max, points)
     ridge = c.peak_flop_per_s / c.bandwidth_bytes_per_s
     i = np.unique(np.append(i, ridge))
     return {"intensity_flop_per_byte": i,
             "peak_flop_per_s": np.minimum(c.peak_flop_per_s, i * c.bandwidth_bytes_per_s),
-            "effective_flop_per_s": np.minimum(c.peak_flop_per_s * e.compute, i * c.bandwidth_bytes_per_s * e.memory)}
+            "effective_flop_per_s": np.minimum(c.peak_flop_per_s * e.compute * e.compute_dtype_share,
+                                               i * c.bandwidth_bytes_per_s * e.memory)}
 
 
 # --- latency budget ----------------------------------------------------------------------------
@@ -228,39 +230,52 @@ def _pm_sources(r: Roofline) -> list[str]:
             + (f"; attention {g.peak_flop_per_s[attn] / 1e12:,.1f} TFLOP/s, {attn}" if attn != r.dtype_used else "")
             + ") and HBM "
             f"{g.memory_bandwidth_bytes_per_s / 1e9:,.0f} GB/s: {g.id} datasheet ({g.source or 'custom GPU'})",
-            f"efficiencies: compute {e.compute:.2f}, memory {e.memory:.2f}, step overhead "
+            f"efficiencies: compute {e.compute:.2f}"
+            + (f" (× {e.compute_dtype_share:.2f} for {r.dtype_used} matmuls)" if e.compute_dtype_share < 1 else "")
+            + f", memory {e.memory:.2f}, step overhead "
             f"{e.step_overhead_s * 1e3:.2f} ms (docs/performance-model.md §4, or the calibration in force)",
             f"weights and KV bytes per GPU: {r.model.id} config, TP {_tp(r)} × PP {r.pipeline_parallel_size}"]
 
 
 def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
-    """The decode step at ``batch`` sequences of ``context_tokens``, term by term."""
+    """The decode step at ``batch`` sequences of ``context_tokens``, term by term: the printed terms add up to the
+    printed step (each is :func:`calculators.perf.roofline.decode_terms`' own)."""
     c, e = r.coefficients, r.efficiencies
     t = {k: _f(v) for k, v in r.decode_breakdown(batch, context_tokens).items()}
     mb = r.micro_batches or r.pipeline_parallel_size
-    bs = batch / mb
+    bs, stages = batch / mb, mb + c.pp - 1
     w = min(context_tokens, c.window_tokens)
     kv = _f(c.kv_full_bytes_per_token) * context_tokens + _f(c.kv_window_bytes_per_token) * w
     touched = 1 - (1 - c.expert_hit_fraction) ** bs
     slow, attn_eff = _f(expert_read_slowdown(c, e, bs)), _f(attention_read_efficiency(c, e, context_tokens))
-    formula = ("step = (m + pp − 1) × (max(compute, memory) + all-reduce) + hand-offs + overhead; "
-               "compute = B × (linear FLOP/token ÷ peak + attention FLOP/token/ctx × C ÷ 16-bit peak) ÷ eff_c; "
-               "memory = (dense weights + expert weights × touched × expert slowdown) ÷ (bandwidth × eff_m) "
-               "+ B × KV bytes/seq(C) ÷ (bandwidth × attention efficiency(C))")
+    experts = _f(c.expert_flop_per_token)
+    formula = ("step = (m + pp − 1) × (max(linear, weights) + max(attention, KV)) + all-reduce + overhead "
+               "+ hand-offs; linear = B × linear FLOP/token ÷ (peak × eff_c × dtype share), the experts' FLOP at "
+               "s_moe of that; "
+               "weights = (dense weights + expert weights × touched × expert slowdown) ÷ (bandwidth × eff_m); "
+               "attention = B × attention FLOP/token/ctx × C ÷ (16-bit peak × eff_c); "
+               "KV = B × KV bytes/seq(C) ÷ (bandwidth × attention efficiency(C))")
     attn = _f(c.attn_full_flop_per_token_ctx * context_tokens + c.attn_window_flop_per_token_ctx * w)
+    bw = f"{c.bandwidth_bytes_per_s / 1e9:,.0f} GB/s"
     sub = (f"B = {bs:g}, C = {context_tokens:,.0f}; "
-           f"compute = {bs:g} × ({_f(c.linear_flop_per_token) / 1e9:,.3f} GFLOP ÷ {c.peak_flop_per_s / 1e12:,.1f} "
-           f"TFLOP/s + {attn / 1e9:,.3f} GFLOP attention ÷ {c.attn_peak_flop_per_s / 1e12:,.1f} TFLOP/s)"
-           f" ÷ {e.compute:.2f} = {_ms(t['compute_s'])}; memory = ({_f(c.dense_weight_bytes) / 1e9:,.2f} GB"
+           f"linear = {bs:g} × ({_f(c.linear_flop_per_token) / 1e9:,.3f} GFLOP"
+           + (f" + {experts / 1e9:,.3f} GFLOP of experts × (1 ÷ {e.moe_compute_share:.2f} − 1)" if experts else "")
+           + f") ÷ ({c.peak_flop_per_s / 1e12:,.1f} TFLOP/s × {e.compute:.2f}"
+           + (f" × {e.compute_dtype_share:.2f}" if e.compute_dtype_share < 1 else "")
+           + f") = {_ms(t['linear_s'])}; "
+           f"weights = ({_f(c.dense_weight_bytes) / 1e9:,.2f} GB"
            + (f" + {_f(c.expert_weight_bytes) / 1e9:,.2f} GB × {touched:.3f} touched × {slow:.2f} slower"
               if c.expert_hit_fraction else "")
-           + f") ÷ ({c.bandwidth_bytes_per_s / 1e9:,.0f} GB/s × {e.memory:.2f}) + {bs:g} × {kv / 1e6:,.2f} MB KV ÷ "
-           f"({c.bandwidth_bytes_per_s / 1e9:,.0f} GB/s × {attn_eff:.2f}) = "
-           f"{_ms(t['memory_s'])}; all-reduce {_ms(t['allreduce_s'])}"
-           + (f"; {c.pp - 1} hand-offs × {PP_HANDOFF_LATENCY_S * 1e6:.0f} µs + bubble "
-              f"{t['bubble_fraction']:.0%}" if c.pp > 1 else "")
-           + f"; overhead {_ms(e.step_overhead_s)} → step = TPOT = {_ms(t['step_s'])} "
-           f"({'memory' if t['memory_bound'] else 'compute'}-bound)")
+           + f") ÷ ({bw} × {e.memory:.2f}) = {_ms(t['weights_s'])}; "
+           f"attention = {bs:g} × {attn / 1e9:,.3f} GFLOP ÷ ({c.attn_peak_flop_per_s / 1e12:,.1f} TFLOP/s × "
+           f"{e.compute:.2f}) = {_ms(t['attention_s'])}; KV = {bs:g} × {kv / 1e6:,.2f} MB ÷ ({bw} × {attn_eff:.2f}) = "
+           f"{_ms(t['kv_s'])}; "
+           + (f"{stages:g} stage slots × " if stages > 1 else "")
+           + f"(max({_ms(t['linear_s'])}, {_ms(t['weights_s'])}) + max({_ms(t['attention_s'])}, {_ms(t['kv_s'])})) "
+           f"= {_ms(t['kernels_s'])}; all-reduce {_ms(t['allreduce_s'])}; overhead (per step, sequence and layer) "
+           f"{_ms(t['overhead_s'])}"
+           + (f"; {c.pp - 1} hand-offs {_ms(t['handoff_s'])} (bubble {t['bubble_fraction']:.0%})" if c.pp > 1 else "")
+           + f" → step = TPOT = {_ms(t['step_s'])} ({'memory' if t['memory_bound'] else 'compute'}-bound overall)")
     return {"formula": formula, "substituted": sub, "sources": _pm_sources(r) + [
         "rule: docs/performance-model.md §3.1 (decode step)"]}
 
@@ -272,14 +287,16 @@ def math_crossover(r: Roofline, context_tokens: float, crossover: float | None) 
     f_attn = _f(c.attn_full_flop_per_token_ctx * context_tokens + c.attn_window_flop_per_token_ctx * w)
     f_lin = _f(c.linear_flop_per_token)
     kv_seq = _f(c.kv_full_bytes_per_token * context_tokens + c.kv_window_bytes_per_token * w)
-    a = (f_lin / c.peak_flop_per_s + f_attn / c.attn_peak_flop_per_s) / e.compute
+    share = e.compute_dtype_share
+    a = (f_lin / (c.peak_flop_per_s * share) + f_attn / c.attn_peak_flop_per_s) / e.compute
     attn_eff = _f(attention_read_efficiency(c, e, context_tokens))
     k = kv_seq / (c.bandwidth_bytes_per_s * attn_eff)  # KV seconds per sequence
     wt = _f(c.dense_weight_bytes + c.expert_weight_bytes) / (c.bandwidth_bytes_per_s * e.memory)
-    formula = ("B* × t_F = t_W + B* × t_KV, t_F = (linear FLOP ÷ peak + attention FLOP ÷ 16-bit peak) ÷ eff_c, "
+    formula = ("B* × t_F = t_W + B* × t_KV, t_F = (linear FLOP ÷ (peak × dtype share) + attention FLOP ÷ 16-bit "
+               "peak) ÷ eff_c, "
                "t_W = W ÷ (bandwidth × eff_m), t_KV = KV_seq ÷ (bandwidth × attention efficiency(C)) per sequence  ⇒  "
                "B* = t_W ÷ (t_F − t_KV), no crossover when t_F ≤ t_KV")
-    sub = (f"t_F = ({f_lin / 1e9:,.3f} GFLOP ÷ {c.peak_flop_per_s / 1e12:,.1f} T + {f_attn / 1e9:,.3f} "
+    sub = (f"t_F = ({f_lin / 1e9:,.3f} GFLOP ÷ ({c.peak_flop_per_s / 1e12:,.1f} T × {share:.2f}) + {f_attn / 1e9:,.3f} "
            f"GFLOP ÷ {c.attn_peak_flop_per_s / 1e12:,.1f} T) ÷ {e.compute:.2f} = {a * 1e6:,.2f} µs; "
            f"t_KV = {kv_seq / 1e6:,.2f} MB ÷ ({c.bandwidth_bytes_per_s / 1e9:,.0f} G × "
            f"{attn_eff:.2f}) = {k * 1e6:,.2f} µs; t_W = {_ms(wt)} at C = {context_tokens:,.0f}; ")

@@ -78,7 +78,8 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
         "crossover_note": ("KV-cache reads keep decode memory-bound at every batch size at this context"
                            if math.isinf(cross) else f"decode turns compute-bound above ≈{cross:.0f} sequences"),
         "kv_batch_limit": limit,
-        "efficiencies": {"compute": r.efficiencies.compute, "memory": r.efficiencies.memory},
+        "efficiencies": {"compute": r.efficiencies.compute, "compute_dtype_share": r.efficiencies.compute_dtype_share,
+                         "memory": r.efficiencies.memory},
     }
     why = (f"the KV cache holds {limit} sequences of {input_len + output_len} tokens" if limit <= max_num_seqs
            else f"max_num_seqs {max_num_seqs}")

@@ -58,8 +58,10 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 ASSUMPTIONS = (
     "Continuous batching in steady state; every request has the mean input and output length "
     "(p95 lengths size the KV cache).",
-    "Step times from the roofline: max(compute / (peak × compute efficiency), bytes / (bandwidth × memory "
-    "efficiency)) + TP all-reduce + a fixed per-step overhead; dense datasheet peaks.",
+    "Step times from the roofline: the linear layers at the slower of their matmuls (peak × compute efficiency) "
+    "and their weight reads (bandwidth × memory efficiency), then attention at the slower of its matmuls and its "
+    "KV-cache reads, + TP all-reduce + per-step, per-sequence and per-layer overheads; dense datasheet peaks; "
+    "efficiencies fitted on public measurements.",
     "Poisson arrivals; p99 TTFT = prefill + the p99 queueing wait of an M/G/c queue per replica (c = batch), "
     "Allen–Cunneen approximation.",
     "KV cache capacity as vLLM computes it at start-up (gpu_memory_utilization, CUDA graphs, activation peak).",

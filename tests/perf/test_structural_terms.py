@@ -136,7 +136,8 @@ def test_narrow_matmuls_take_their_share_of_the_compute_efficiency():
     """8-bit matmuls reach 0.8 × and 4-bit ones 0.5 × the family's 16-bit share of their own (higher) peaks; the
     family's compute efficiency itself stays the 16-bit one, which attention's matmuls use."""
     for args, share in ((("AMD", "CDNA 3", "sglang", "fp8"), 0.8), (("AMD", "CDNA 3", "sglang", "int8"), 0.8),
-                        (("NVIDIA", "Blackwell", "vllm-v1", "fp4"), 0.5), (("NVIDIA", "Hopper", "vllm-v1", "fp16"), 1.0)):
+                        (("NVIDIA", "Blackwell", "vllm-v1", "fp4"), 0.5),
+                        (("NVIDIA", "Hopper", "vllm-v1", "fp16"), 1.0)):
         assert resolved(PROFILE, *args)["compute_dtype_share"] == pytest.approx(share)
     assert resolved(PROFILE, "AMD", "CDNA 3", "sglang", "fp8")["compute"] == 0.5
     assert "fp8_compute_share" not in resolved(PROFILE, "NVIDIA", "Hopper", "vllm-v1")   # not a roofline field

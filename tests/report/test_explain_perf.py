@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from calculators.perf.roofline import Roofline
 from calculators.report.explain_perf import math_step_time, math_throughput
 from calculators.specs.catalog import get_gpu, get_model
@@ -28,14 +30,34 @@ def test_no_wait_is_mentioned_when_every_request_runs():
     assert "waiting" not in sub and "60.00 ms outside the engine's steps" in sub
 
 
-def test_the_decode_steps_memory_arithmetic_adds_up_to_its_result():
-    # A reader redoing the printed sums gets the printed memory time: the expert slowdown and the MLA attention's
-    # bandwidth share are shown, not folded in silently (DeepSeek-R1 FP8, 8 × H200, 32 sequences at 4,096 tokens).
+def _num(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def test_the_decode_steps_printed_arithmetic_adds_up_to_its_result():
+    # A reader redoing the printed sums gets each printed term and the printed step: the experts' compute share,
+    # the FP8 share, the expert slowdown and the MLA attention's bandwidth share are shown, not folded in silently
+    # (DeepSeek-R1 FP8, 8 × H200, 32 sequences at 4,096 tokens).
     r = Roofline(get_model("deepseek-ai/DeepSeek-R1"), get_gpu("H200"), tensor_parallel_size=8)
     sub = math_step_time(r, 32, 4096)["substituted"]
-    m = re.search(r"memory = \(([\d.,]+) GB \+ ([\d.,]+) GB × ([\d.]+) touched × ([\d.]+) slower\) ÷ \(([\d,]+) GB/s × "
-                  r"([\d.]+)\) \+ 32 × ([\d.,]+) MB KV ÷ \(([\d,]+) GB/s × ([\d.]+)\) = ([\d.,]+) ms", sub)
-    assert m, sub
-    dense, experts, touched, slow, bw, eff_m, kv, bw2, eff_kv, shown = (float(g.replace(",", "")) for g in m.groups())
-    redone = (dense + experts * touched * slow) / (bw * eff_m) * 1e3 + 32 * kv / (bw2 * eff_kv)
-    assert abs(redone - shown) / shown < 0.01
+    n = r"([\d.,]+)"
+    lin = re.search(rf"linear = 32 × \({n} GFLOP \+ {n} GFLOP of experts × \(1 ÷ {n} − 1\)\) ÷ \({n} TFLOP/s × "
+                    rf"{n} × {n}\) = {n} ms", sub)
+    wts = re.search(rf"weights = \({n} GB \+ {n} GB × {n} touched × {n} slower\) ÷ \({n} GB/s × {n}\) = {n} ms", sub)
+    att = re.search(rf"attention = 32 × {n} GFLOP ÷ \({n} TFLOP/s × {n}\) = {n} ms", sub)
+    kv = re.search(rf"KV = 32 × {n} MB ÷ \({n} GB/s × {n}\) = {n} ms", sub)
+    tot = re.search(rf"= {n} ms; all-reduce {n} ms; overhead \(per step, sequence and layer\) {n} ms → "
+                    rf"step = TPOT = {n} ms", sub)
+    assert lin and wts and att and kv and tot, sub
+    f, fx, s_moe, peak, eff_c, s_dtype, shown = (_num(g) for g in lin.groups())
+    assert abs(32 * (f + fx * (1 / s_moe - 1)) / (peak * eff_c * s_dtype) - shown) / shown < 0.02
+    dense, experts, touched, slow, bw, eff_m, shown_w = (_num(g) for g in wts.groups())
+    assert abs((dense + experts * touched * slow) / (bw * eff_m) * 1e3 - shown_w) / shown_w < 0.01
+    fa, peak16, eff_a, shown_a = (_num(g) for g in att.groups())
+    assert eff_a == eff_c                                     # attention multiplies in 16 bits: no FP8 share
+    assert abs(32 * fa / (peak16 * eff_a) - shown_a) / shown_a < 0.02
+    kvb, bw2, eff_kv, shown_kv = (_num(g) for g in kv.groups())
+    assert abs(32 * kvb / (bw2 * eff_kv) - shown_kv) / shown_kv < 0.01
+    kernels, allreduce, overhead, step = (_num(g) for g in tot.groups())
+    assert kernels == pytest.approx(max(shown, shown_w) + max(shown_a, shown_kv), abs=0.02)
+    assert step == pytest.approx(kernels + allreduce + overhead, abs=0.02)
