@@ -4,12 +4,13 @@
                                                    [--out FILE] [--jobs N]
 
 What is fitted (docs/performance-model.md §4): the reference set of :class:`~calculators.perf.roofline.Efficiencies`
-and the 8- and 4-bit compute shares (16 numbers); per GPU family a compute and a memory efficiency and a factor on
-the GPU-side per-layer costs; a factor on the software costs per engine generation — 41 numbers on the 17 sources
-with comparable rows (21 in the corpus), the per-family and per-engine ones drawn towards the reference by a
-Gaussian prior so that a family or engine seen in one source moves only as far as its rows insist (``--engine-sd``:
-the prior's width on the engine-generation factors; a narrower one leaves fewer free parameters in effect, and is
-kept only if it predicts left-out sources better). The loss is a robust (Cauchy, scale 0.3) sum of the log-ratios
+(the experts' and attention's compute shares among them) and the 8- and 4-bit compute shares (18 numbers); per GPU
+family a compute and a memory efficiency and a factor on the GPU-side per-layer costs; a factor on the software
+costs per engine generation — 44 numbers on the 17 sources with comparable rows (21 in the corpus), the
+per-family and per-engine ones drawn towards the reference by a Gaussian prior so that a family or engine seen in
+one source moves only as far as its rows insist (``--engine-sd``: the prior's width on the engine-generation
+factors; a narrower one leaves fewer free parameters in effect, and is kept only if it predicts left-out sources
+better). The loss is a robust (Cauchy, scale 0.3) sum of the log-ratios
 ``ln(measured / predicted)`` of TPOT, TTFT (half weight) and output tokens/s per GPU over every comparable row, each
 source's rows weighted ``1 / √n`` so the largest source does not drown the others; Levenberg–Marquardt on
 forward-difference Jacobians (a configuration whose efficiencies a column does not move is predicted once per
@@ -51,7 +52,8 @@ REFERENCE = [("compute", "logit", 0.7, 1.5), ("memory", "logit", 0.8, 1.5), ("st
              ("moe_expert_efficiency", "logit", 0.7, 1.5), ("mla_attention", "logit", 0.9, 1.0),
              ("request_overhead_s", "log", 0.03, 2.0), ("prefill_layer_overhead_s", "log", 1e-4, 3.0),
              ("prefill_moe_layer_overhead_s", "log", 1e-4, 3.0), ("fp8_compute_share", "logit", 0.85, 1.0),
-             ("fp4_compute_share", "logit", 0.75, 1.0), ("moe_compute_share", "logit", 0.7, 1.0)]
+             ("fp4_compute_share", "logit", 0.75, 1.0), ("moe_compute_share", "logit", 0.7, 1.0),
+             ("attention_compute_share", "logit", 0.75, 1.0)]
 FAMILY_SD, ENGINE_SD = 0.7, 0.7
 ENGINES = ("sglang", "sglang-old", "trtllm", "trtllm-old", "vllm-v0", "vllm-v1-piecewise", "lmdeploy", "atom")
 METRIC_WEIGHT = {"tpot": 1.0, "ttft": 0.5, "throughput": 1.0}
@@ -67,7 +69,7 @@ def _from(transform: str, x: float) -> float:
 
 
 class Space:
-    """θ ↔ Profile: the reference (17), per-family memory and compute logit offsets and GPU-side cost
+    """θ ↔ Profile: the reference (18), per-family memory and compute logit offsets and GPU-side cost
     log-factors, engine log-factors."""
 
     def __init__(self, families: list[str], engine_sd: float = ENGINE_SD, moe_sd: float | None = None) -> None:

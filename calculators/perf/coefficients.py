@@ -87,6 +87,8 @@ class ReferenceSet(BaseModel):
                                           "share of the family's 16-bit one (of the 4-bit peak)")
     moe_compute_share: Efficiency = Field(1.0, description="expert (grouped GEMM) matmuls' compute efficiency as a "
                                           "share of the dense matmuls' (1: none lost)")
+    attention_compute_share: Efficiency = Field(1.0, description="attention kernels' compute efficiency as a share "
+                                                "of the 16-bit linear matmuls' (1: none lost)")
 
 
 class FamilyEntry(BaseModel):

@@ -67,7 +67,9 @@ class Efficiencies:
     ``compute``, ``memory``: shares of the datasheet's dense peak and HBM bandwidth (≤ 1).
     ``compute_dtype_share`` (≤ 1): the linear layers' matmuls in an 8- or 4-bit compute dtype reach
     ``compute`` × this share of their own (doubled or quadrupled) peak; 1 for 16-bit matmuls. Attention's matmuls
-    run in the 16-bit activation dtype, at ``compute`` of its peak.
+    run in the 16-bit activation dtype, at ``compute × attention_compute_share`` of its peak: a fused attention
+    kernel (softmax between its two products, causal masking, short key blocks) reaches less of the peak than a
+    large GEMM.
     ``step_overhead_s`` [s per step], ``layer_overhead_s`` [s per layer per step: launch gaps and small
     kernels between the matmuls], ``sequence_overhead_s`` [s per running sequence per step: sampling, input
     preparation, scheduling]: the engine's software costs. ``allreduce_latency_s`` [s per all-reduce].
@@ -104,10 +106,12 @@ class Efficiencies:
     prefill_moe_layer_overhead_s: float = _REF.prefill_moe_layer_overhead_s
     moe_compute_share: float = _REF.moe_compute_share
     compute_dtype_share: float = 1.0
+    attention_compute_share: float = _REF.attention_compute_share
 
     def __post_init__(self) -> None:
         fraction("compute_efficiency", self.compute)
         fraction("compute_dtype_share", self.compute_dtype_share)
+        fraction("attention_compute_share", self.attention_compute_share)
         fraction("memory_efficiency", self.memory)
         fraction("mla_attention", self.mla_attention)
         fraction("moe_expert_efficiency", self.moe_expert_efficiency)
@@ -356,8 +360,8 @@ def _linear_compute_s(c: Coefficients, e: Efficiencies, linear_flop: np.ndarray,
 
 def _attention_compute_s(c: Coefficients, e: Efficiencies, attention_flop: np.ndarray) -> np.ndarray:
     """Attention's matmuls [s], at the 16-bit activation dtype's peak (queries, keys and values are not quantised
-    with the weights) and the compute efficiency (docs/performance-model.md §3.1)."""
-    return attention_flop / c.attn_peak_flop_per_s / e.compute
+    with the weights) and ``compute × attention_compute_share`` of it (docs/performance-model.md §3.1, §4)."""
+    return attention_flop / c.attn_peak_flop_per_s / (e.compute * e.attention_compute_share)
 
 
 def _kernels_s(linear_s: np.ndarray, weights_s: np.ndarray, attention_s: np.ndarray,

@@ -15,7 +15,7 @@ IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_lat
                      sequence_overhead_s=0.0, attention_halving_context_tokens=math.inf, prefill_layer_overhead_s=0.0,
                      prefill_moe_layer_overhead_s=0.0, moe_small_batch_penalty=0.0,
                      moe_layer_overhead_s=0.0, moe_expert_efficiency=1.0, mla_attention=1.0,
-                     request_overhead_s=0.0, moe_compute_share=1.0)
+                     request_overhead_s=0.0, moe_compute_share=1.0, attention_compute_share=1.0)
 W_8B = 8_030_261_248 * 2 - 128_256 * 4096 * 2  # Llama-3.1-8B weights less the token embedding [bytes]
 KV_8B = 131_072                                 # KV bytes per token, 32 layers × 2 × 8 heads × 128 × 2 B
 ATTN_8B = 4 * 32 * 128 * 32                     # attention FLOP per token per context token: QKᵀ and AV
