@@ -232,7 +232,7 @@ def _pm_sources(r: Roofline) -> list[str]:
             f"{g.memory_bandwidth_bytes_per_s / 1e9:,.0f} GB/s: {g.id} datasheet ({g.source or 'custom GPU'})",
             f"efficiencies: compute {e.compute:.2f}"
             + (f" (× {e.compute_dtype_share:.2f} for {r.dtype_used} matmuls)" if e.compute_dtype_share < 1 else "")
-            + f", memory {e.memory:.2f}, step overhead "
+            + f", attention × {e.attention_compute_share:.2f}, memory {e.memory:.2f}, step overhead "
             f"{e.step_overhead_s * 1e3:.2f} ms (docs/performance-model.md §4, or the calibration in force)",
             f"weights and KV bytes per GPU: {r.model.id} config, TP {_tp(r)} × PP {r.pipeline_parallel_size}"]
 
@@ -253,7 +253,7 @@ def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
                "+ hand-offs; linear = B × linear FLOP/token ÷ (peak × eff_c × dtype share), the experts' FLOP at "
                "s_moe of that; "
                "weights = (dense weights + expert weights × touched × expert slowdown) ÷ (bandwidth × eff_m); "
-               "attention = B × attention FLOP/token/ctx × C ÷ (16-bit peak × eff_c); "
+               "attention = B × attention FLOP/token/ctx × C ÷ (16-bit peak × eff_c × attention share); "
                "KV = B × KV bytes/seq(C) ÷ (bandwidth × attention efficiency(C))")
     attn = _f(c.attn_full_flop_per_token_ctx * context_tokens + c.attn_window_flop_per_token_ctx * w)
     bw = f"{c.bandwidth_bytes_per_s / 1e9:,.0f} GB/s"
@@ -268,8 +268,8 @@ def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
               if c.expert_hit_fraction else "")
            + f") ÷ ({bw} × {e.memory:.2f}) = {_ms(t['weights_s'])}; "
            f"attention = {bs:g} × {attn / 1e9:,.3f} GFLOP ÷ ({c.attn_peak_flop_per_s / 1e12:,.1f} TFLOP/s × "
-           f"{e.compute:.2f}) = {_ms(t['attention_s'])}; KV = {bs:g} × {kv / 1e6:,.2f} MB ÷ ({bw} × {attn_eff:.2f}) = "
-           f"{_ms(t['kv_s'])}; "
+           f"{e.compute:.2f} × {e.attention_compute_share:.2f}) = {_ms(t['attention_s'])}; "
+           f"KV = {bs:g} × {kv / 1e6:,.2f} MB ÷ ({bw} × {attn_eff:.2f}) = {_ms(t['kv_s'])}; "
            + (f"{stages:g} stage slots × " if stages > 1 else "")
            + f"(max({_ms(t['linear_s'])}, {_ms(t['weights_s'])}) + max({_ms(t['attention_s'])}, {_ms(t['kv_s'])})) "
            f"= {_ms(t['kernels_s'])}; all-reduce {_ms(t['allreduce_s'])}; overhead (per step, sequence and layer) "
@@ -288,16 +288,18 @@ def math_crossover(r: Roofline, context_tokens: float, crossover: float | None) 
     f_lin = _f(c.linear_flop_per_token)
     kv_seq = _f(c.kv_full_bytes_per_token * context_tokens + c.kv_window_bytes_per_token * w)
     share = e.compute_dtype_share
-    a = (f_lin / (c.peak_flop_per_s * share) + f_attn / c.attn_peak_flop_per_s) / e.compute
+    a = (f_lin / (c.peak_flop_per_s * share)
+         + f_attn / (c.attn_peak_flop_per_s * e.attention_compute_share)) / e.compute
     attn_eff = _f(attention_read_efficiency(c, e, context_tokens))
     k = kv_seq / (c.bandwidth_bytes_per_s * attn_eff)  # KV seconds per sequence
     wt = _f(c.dense_weight_bytes + c.expert_weight_bytes) / (c.bandwidth_bytes_per_s * e.memory)
-    formula = ("B* × t_F = t_W + B* × t_KV, t_F = (linear FLOP ÷ (peak × dtype share) + attention FLOP ÷ 16-bit "
-               "peak) ÷ eff_c, "
+    formula = ("B* × t_F = t_W + B* × t_KV, t_F = (linear FLOP ÷ (peak × dtype share) + attention FLOP ÷ (16-bit "
+               "peak × attention share)) ÷ eff_c, "
                "t_W = W ÷ (bandwidth × eff_m), t_KV = KV_seq ÷ (bandwidth × attention efficiency(C)) per sequence  ⇒  "
                "B* = t_W ÷ (t_F − t_KV), no crossover when t_F ≤ t_KV")
     sub = (f"t_F = ({f_lin / 1e9:,.3f} GFLOP ÷ ({c.peak_flop_per_s / 1e12:,.1f} T × {share:.2f}) + {f_attn / 1e9:,.3f} "
-           f"GFLOP ÷ {c.attn_peak_flop_per_s / 1e12:,.1f} T) ÷ {e.compute:.2f} = {a * 1e6:,.2f} µs; "
+           f"GFLOP ÷ ({c.attn_peak_flop_per_s / 1e12:,.1f} T × {e.attention_compute_share:.2f})) ÷ {e.compute:.2f} = "
+           f"{a * 1e6:,.2f} µs; "
            f"t_KV = {kv_seq / 1e6:,.2f} MB ÷ ({c.bandwidth_bytes_per_s / 1e9:,.0f} G × "
            f"{attn_eff:.2f}) = {k * 1e6:,.2f} µs; t_W = {_ms(wt)} at C = {context_tokens:,.0f}; ")
     if crossover is None or not math.isfinite(crossover):

@@ -79,6 +79,7 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
                            if math.isinf(cross) else f"decode turns compute-bound above ≈{cross:.0f} sequences"),
         "kv_batch_limit": limit,
         "efficiencies": {"compute": r.efficiencies.compute, "compute_dtype_share": r.efficiencies.compute_dtype_share,
+                         "attention_compute_share": r.efficiencies.attention_compute_share,
                          "memory": r.efficiencies.memory},
     }
     why = (f"the KV cache holds {limit} sequences of {input_len + output_len} tokens" if limit <= max_num_seqs

@@ -147,16 +147,17 @@ def test_narrow_matmuls_take_their_share_of_the_compute_efficiency():
     assert (bf16.efficiencies.compute, bf16.efficiencies.compute_dtype_share) == (0.6, 1.0)
 
 
-def test_fp8_linear_layers_take_the_share_and_attention_does_not():
+def test_fp8_linear_layers_take_the_share_and_attention_its_own():
     # Llama-3.1-8B in FP8 on an H100, a compute-bound decode step of 512 sequences at 640 tokens, efficiencies by
-    # hand (compute 0.6, share 0.8, no overheads): linear 512 × F ÷ (1,978.9 TFLOP/s × 0.6 × 0.8) and attention
-    # 512 × 640 × a ÷ (989.4 TFLOP/s × 0.6): its queries, keys and values stay 16-bit, so the share does not apply.
-    eff = replace(IDEAL, compute=0.6, compute_dtype_share=0.8)
+    # hand (compute 0.6, FP8 share 0.8, attention share 0.5, no overheads): linear 512 × F ÷ (1,978.9 TFLOP/s × 0.6
+    # × 0.8) and attention 512 × 640 × a ÷ (989.4 TFLOP/s × 0.6 × 0.5): its queries, keys and values stay 16-bit,
+    # so the FP8 share does not apply to it, and the fused kernel takes its own share.
+    eff = replace(IDEAL, compute=0.6, compute_dtype_share=0.8, attention_compute_share=0.5)
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), quantization="fp8", efficiencies=eff)
     t = r.decode_breakdown(512, 640)
     linear_flop = float(t["flop"]) - 512 * 640 * ATTN_8B
     assert float(t["linear_s"]) == pytest.approx(linear_flop / (1978.9e12 * 0.6 * 0.8), rel=1e-9)
-    assert float(t["attention_s"]) == pytest.approx(512 * 640 * ATTN_8B / (989.4e12 * 0.6), rel=1e-9)
+    assert float(t["attention_s"]) == pytest.approx(512 * 640 * ATTN_8B / (989.4e12 * 0.6 * 0.5), rel=1e-9)
 
 
 def test_engine_generations_and_families():
