@@ -44,7 +44,8 @@ from calculators.perf.measurements import measurements_frame  # noqa: E402
 OUT = ROOT / "calculators" / "data" / FIT_FILE
 #: (name, transform, start, prior sd in θ) of the reference set. θ is logit for efficiencies, log otherwise.
 #: The MLA share is drawn to FlashMLA's published ≈ 90 % of HBM bandwidth (docs/performance-model.md §4): with a
-#: wide prior it absorbed the DeepSeek-R1 rows' other gaps (0.47 on every source, 0.21 without InferenceX).
+#: wide prior it absorbed the DeepSeek-R1 rows' other gaps (0.47 on every source, 0.21 without InferenceX). The
+#: attention share is drawn to FlashAttention-3's published 75 % of an H100's FP16 peak (arXiv 2407.08608).
 REFERENCE = [("compute", "logit", 0.7, 1.5), ("memory", "logit", 0.8, 1.5), ("step_overhead_s", "log", 2e-3, 2.0),
              ("layer_overhead_s", "log", 2e-5, 3.0), ("sequence_overhead_s", "log", 2e-5, 3.0),
              ("allreduce_latency_s", "log", 1e-5, 2.0), ("attention_halving_context_tokens", "log", 3e4, 3.0),
@@ -224,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
              f'corpus = "public measurement corpus: {len(frame)} rows, {frame["source_id"].nunique()} sources, '
              f'{len(rows)} comparable"',
              'method = "robust (Cauchy) least squares on log-ratios, sources weighted 1/sqrt(n), Gaussian prior on the '
-             f'per-family and per-engine entries (engine sd {args.engine_sd:g}) and on the MLA share (0.9, logit sd 1'
+             f'per-family and per-engine entries (engine sd {args.engine_sd:g}) and on the MLA and attention shares '
+             '(0.9 and 0.75, logit sd 1'
              + ("" if args.moe_sd is None else f", MoE expert efficiency sd {args.moe_sd:g}") + ')"',
              'script = "benchmarks/fit_performance.py"', "", *profile_toml("shipped", space.profile(shipped))]
     sources = sorted(rows["source_id"].unique())
