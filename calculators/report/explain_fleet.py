@@ -96,10 +96,10 @@ def efficiency_sources(eff: Efficiencies, source: str, gpu: GPUSpec | None = Non
         from calculators.perf.coefficients import load_fit
         fit, used = load_fit(), Efficiencies.fitted(gpu, compute_dtype=compute_dtype)
         return [f"performance model: {source}",
-                f"{gpu.id} (vLLM V1, {compute_dtype} matmuls): compute efficiency {used.compute:.2f}"
-                + (f" (× {used.compute_dtype_share:.2f} for the {compute_dtype} matmuls)"
-                   if used.compute_dtype_share < 1 else "") + ", "
-                f"memory efficiency {used.memory:.2f}, "
+                f"{gpu.id} (vLLM V1, {compute_dtype} matmuls): compute efficiency {used.compute:.2f} ("
+                + (f"× {used.compute_dtype_share:.2f} for the {compute_dtype} matmuls, "
+                   if used.compute_dtype_share < 1 else "")
+                + f"× {used.attention_compute_share:.2f} for attention's), memory efficiency {used.memory:.2f}, "
                 f"step overhead {float(used.step_overhead_s) * 1e3:.2f} ms, fitted on {fit.corpus} "
                 f"({fit.fitted:%Y-%m-%d}; {PERF_PAGE} §4, accuracy on sources left out of the fit in §11)"]
     return [

@@ -174,7 +174,8 @@ def test_quote_states_the_fitted_coefficients_of_the_chosen_gpu(setup):
     doc = quote_document(m, gpus, W, plans)
     used = Efficiencies.fitted(get_gpu(doc["chosen"]["gpu"]), compute_dtype="bf16")     # a bf16 checkpoint
     line = next(s for s in doc["sources"] if "compute efficiency" in s)
-    assert f"compute efficiency {used.compute:.2f}, memory efficiency {used.memory:.2f}" in line
+    assert (f"compute efficiency {used.compute:.2f} (× {used.attention_compute_share:.2f} for attention's), "
+            f"memory efficiency {used.memory:.2f}") in line
     assert "fitted on public measurement corpus" in line and "§11" in line
 
 
@@ -188,4 +189,6 @@ def test_quote_states_the_coefficients_of_the_dtype_the_plan_ran_in(setup):
     line = next(s for s in quote_document(m, [h100], W, plans)["sources"] if "compute efficiency" in s)
     fit = load_fit().shipped
     hopper, share = fit.family["NVIDIA Hopper"].compute, fit.reference.fp8_compute_share
-    assert f"fp8 matmuls): compute efficiency {hopper:.2f} (× {share:.2f} for the fp8 matmuls)," in line
+    attention = fit.reference.attention_compute_share
+    assert (f"fp8 matmuls): compute efficiency {hopper:.2f} (× {share:.2f} for the fp8 matmuls, × {attention:.2f} "
+            "for attention's)," in line)
