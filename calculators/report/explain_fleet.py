@@ -11,6 +11,7 @@ import math
 from calculators.perf.roofline import Efficiencies
 from calculators.planning.costs import COST_LABELS, HOURS_PER_MONTH, HOURS_PER_YEAR, SECONDS_PER_HOUR
 from calculators.planning.fleet import LayoutPlan, Workload
+from calculators.report.explain_perf import compute_efficiency_text
 from calculators.specs.schema import GPUSpec
 
 #: The product's method pages, cited by their titles (what a reader of a quote can look up).
@@ -96,10 +97,9 @@ def efficiency_sources(eff: Efficiencies, source: str, gpu: GPUSpec | None = Non
         from calculators.perf.coefficients import load_fit
         fit, used = load_fit(), Efficiencies.fitted(gpu, compute_dtype=compute_dtype)
         return [f"performance model: {source}",
-                f"{gpu.id} (vLLM V1, {compute_dtype} matmuls): compute efficiency {used.compute:.2f} ("
-                + (f"× {used.compute_dtype_share:.2f} for the {compute_dtype} matmuls, "
-                   if used.compute_dtype_share < 1 else "")
-                + f"× {used.attention_compute_share:.2f} for attention's), memory efficiency {used.memory:.2f}, "
+                f"{gpu.id} (vLLM V1, {compute_dtype} matmuls): "
+                f"compute efficiency {compute_efficiency_text(used, compute_dtype)}, "
+                f"memory efficiency {used.memory:.2f}, "
                 f"step overhead {float(used.step_overhead_s) * 1e3:.2f} ms, fitted on {fit.corpus} "
                 f"({fit.fitted:%Y-%m-%d}; {PERF_PAGE} §4, accuracy on sources left out of the fit in §11)"]
     return [

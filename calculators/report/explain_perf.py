@@ -16,6 +16,7 @@ import numpy as np
 from calculators.perf.curves import KNEE_THRESHOLD
 from calculators.perf.latency_budget import latency_budget
 from calculators.perf.roofline import (
+    Efficiencies,
     Roofline,
     attention_dtype,
     attention_read_efficiency,
@@ -230,11 +231,16 @@ def _pm_sources(r: Roofline) -> list[str]:
             + (f"; attention {g.peak_flop_per_s[attn] / 1e12:,.1f} TFLOP/s, {attn}" if attn != r.dtype_used else "")
             + ") and HBM "
             f"{g.memory_bandwidth_bytes_per_s / 1e9:,.0f} GB/s: {g.id} datasheet ({g.source or 'custom GPU'})",
-            f"efficiencies: compute {e.compute:.2f}"
-            + (f" (× {e.compute_dtype_share:.2f} for {r.dtype_used} matmuls)" if e.compute_dtype_share < 1 else "")
-            + f", attention × {e.attention_compute_share:.2f}, memory {e.memory:.2f}, step overhead "
+            f"efficiencies: compute {compute_efficiency_text(e, r.dtype_used)}, memory {e.memory:.2f}, step overhead "
             f"{e.step_overhead_s * 1e3:.2f} ms (docs/performance-model.md §4, or the calibration in force)",
             f"weights and KV bytes per GPU: {r.model.id} config, TP {_tp(r)} × PP {r.pipeline_parallel_size}"]
+
+
+def compute_efficiency_text(e: Efficiencies, compute_dtype: str) -> str:
+    """The 16-bit compute efficiency and, in brackets, the shares of it that the linear layers' ``compute_dtype``
+    matmuls and attention's take (docs/performance-model.md §3.1, §4), as every sources line states them."""
+    narrow = f"× {e.compute_dtype_share:.2f} for the {compute_dtype} matmuls, " if e.compute_dtype_share < 1 else ""
+    return f"{e.compute:.2f} ({narrow}× {e.attention_compute_share:.2f} for attention's)"
 
 
 def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
@@ -281,34 +287,39 @@ def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
 
 
 def math_crossover(r: Roofline, context_tokens: float, crossover: float | None) -> dict:
-    """Where decode's compute time reaches its memory time (dense part in closed form)."""
+    """Where decode's compute time reaches its memory time, from the model's own terms
+    (:func:`calculators.perf.roofline.decode_terms`): the matmuls' and the KV reads' seconds per sequence (both grow
+    in proportion to the batch) and the weights' read at the crossover batch ``B*``, so ``B* = t_W ÷ (t_F − t_KV)``
+    holds as printed (docs/performance-model.md §5)."""
     c, e = r.coefficients, r.efficiencies
+    ctx = np.float64(context_tokens)
+    one = {k: _f(v) for k, v in decode_terms(c, e, 1.0, ctx, 1).items()}
+    b_star = math.inf if crossover is None else float(crossover)
+    found = math.isfinite(b_star)
+    t_w = _f(decode_terms(c, e, b_star if found else 1.0, ctx, 1)["weights_s"])
+    t_f, t_kv = one["linear_s"] + one["attention_s"], one["kv_s"]
     w = min(context_tokens, c.window_tokens)
     f_attn = _f(c.attn_full_flop_per_token_ctx * context_tokens + c.attn_window_flop_per_token_ctx * w)
-    f_lin = _f(c.linear_flop_per_token)
     kv_seq = _f(c.kv_full_bytes_per_token * context_tokens + c.kv_window_bytes_per_token * w)
-    share = e.compute_dtype_share
-    a = (f_lin / (c.peak_flop_per_s * share)
-         + f_attn / (c.attn_peak_flop_per_s * e.attention_compute_share)) / e.compute
-    attn_eff = _f(attention_read_efficiency(c, e, context_tokens))
-    k = kv_seq / (c.bandwidth_bytes_per_s * attn_eff)  # KV seconds per sequence
-    wt = _f(c.dense_weight_bytes + c.expert_weight_bytes) / (c.bandwidth_bytes_per_s * e.memory)
-    formula = ("B* × t_F = t_W + B* × t_KV, t_F = (linear FLOP ÷ (peak × dtype share) + attention FLOP ÷ (16-bit "
-               "peak × attention share)) ÷ eff_c, "
-               "t_W = W ÷ (bandwidth × eff_m), t_KV = KV_seq ÷ (bandwidth × attention efficiency(C)) per sequence  ⇒  "
+    experts = _f(c.expert_flop_per_token)
+    formula = ("B* × t_F = t_W + B* × t_KV per decode step, t_F = (linear FLOP + expert FLOP × (1 ÷ s_moe − 1)) ÷ "
+               "(peak × eff_c × dtype share) + attention FLOP ÷ (16-bit peak × eff_c × attention share), "
+               "t_KV = KV_seq ÷ (bandwidth × attention efficiency(C)) per sequence, t_W = the weights' read at B*  ⇒  "
                "B* = t_W ÷ (t_F − t_KV), no crossover when t_F ≤ t_KV")
-    sub = (f"t_F = ({f_lin / 1e9:,.3f} GFLOP ÷ ({c.peak_flop_per_s / 1e12:,.1f} T × {share:.2f}) + {f_attn / 1e9:,.3f} "
-           f"GFLOP ÷ ({c.attn_peak_flop_per_s / 1e12:,.1f} T × {e.attention_compute_share:.2f})) ÷ {e.compute:.2f} = "
-           f"{a * 1e6:,.2f} µs; "
+    sub = (f"t_F = ({_f(c.linear_flop_per_token) / 1e9:,.3f} GFLOP"
+           + (f" + {experts / 1e9:,.3f} GFLOP × (1 ÷ {e.moe_compute_share:.2f} − 1)" if experts else "")
+           + f") ÷ ({c.peak_flop_per_s / 1e12:,.1f} T × {e.compute:.2f} × {e.compute_dtype_share:.2f}) + "
+           f"{f_attn / 1e9:,.3f} GFLOP ÷ ({c.attn_peak_flop_per_s / 1e12:,.1f} T × {e.compute:.2f} × "
+           f"{e.attention_compute_share:.2f}) = {t_f * 1e6:,.2f} µs; "
            f"t_KV = {kv_seq / 1e6:,.2f} MB ÷ ({c.bandwidth_bytes_per_s / 1e9:,.0f} G × "
-           f"{attn_eff:.2f}) = {k * 1e6:,.2f} µs; t_W = {_ms(wt)} at C = {context_tokens:,.0f}; ")
-    if crossover is None or not math.isfinite(crossover):
-        sub += (f"t_F − t_KV = {(a - k) * 1e6:,.2f} µs ≤ 0: KV-cache reads keep decode memory-bound at every "
+           f"{_f(attention_read_efficiency(c, e, context_tokens)):.2f}) = {t_kv * 1e6:,.2f} µs at C = "
+           f"{context_tokens:,.0f}; ")
+    if not found:
+        sub += (f"t_F − t_KV = {(t_f - t_kv) * 1e6:,.2f} µs ≤ 0: KV-cache reads keep decode memory-bound at every "
                 "batch size at this context")
     else:
-        sub += (f"B* = {wt * 1e3:,.3f} ms ÷ {(a - k) * 1e6:,.2f} µs ≈ {wt / (a - k):,.0f}"
-                + (" (MoE: experts touched grow with B, solved by bisection)" if c.expert_hit_fraction else "")
-                + f"; bisection on the full model: {crossover:,.0f} sequences")
+        sub += (f"t_W = {_ms(t_w)}" + (" (the experts B* touches: found by bisection)" if c.expert_hit_fraction else "")
+                + f"; B* = {t_w * 1e3:,.3f} ms ÷ {(t_f - t_kv) * 1e6:,.2f} µs = {b_star:,.0f} sequences")
     return {"formula": formula, "substituted": sub, "sources": _pm_sources(r) + [
         "rule: docs/performance-model.md §5 (crossover batch size)"]}
 

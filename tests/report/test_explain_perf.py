@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from calculators.perf.roofline import Roofline
-from calculators.report.explain_perf import math_step_time, math_throughput
+from calculators.perf.roofline import Roofline, crossover_batch_size
+from calculators.report.explain_perf import math_crossover, math_step_time, math_throughput
 from calculators.specs.catalog import get_gpu, get_model
 
 
@@ -61,3 +61,23 @@ def test_the_decode_steps_printed_arithmetic_adds_up_to_its_result():
     kernels, allreduce, overhead, step = (_num(g) for g in tot.groups())
     assert kernels == pytest.approx(max(shown, shown_w) + max(shown_a, shown_kv), abs=0.02)
     assert step == pytest.approx(kernels + allreduce + overhead, abs=0.02)
+
+
+def test_the_crossovers_printed_arithmetic_gives_the_crossover():
+    # DeepSeek-R1 on 8 × H200 at 1,024 tokens: the printed t_F, redone from its printed FLOP, peaks and shares, and
+    # B* = t_W ÷ (t_F − t_KV) from the printed terms give the printed crossover (the bisection's, experts included).
+    r = Roofline(get_model("deepseek-ai/DeepSeek-R1"), get_gpu("H200"), tensor_parallel_size=8)
+    b_star = float(crossover_batch_size(r, 1024))
+    sub = math_crossover(r, 1024, b_star)["substituted"]
+    n = r"([\d.,]+)"
+    tf = re.search(rf"t_F = \({n} GFLOP \+ {n} GFLOP × \(1 ÷ {n} − 1\)\) ÷ \({n} T × {n} × {n}\) \+ {n} GFLOP ÷ "
+                   rf"\({n} T × {n} × {n}\) = {n} µs", sub)
+    tail = re.search(rf"t_KV = {n} MB .* = {n} µs at C = 1,024; t_W = {n} ms .*; B\* = {n} ms ÷ {n} µs = {n} "
+                     "sequences", sub)
+    assert tf and tail, sub
+    f, fx, s_moe, peak, eff_c, s_dtype, fa, peak16, eff_a, s_attn, t_f = (_num(g) for g in tf.groups())
+    redone = (f + fx * (1 / s_moe - 1)) / (peak * eff_c * s_dtype) + fa / (peak16 * eff_a * s_attn)
+    assert redone * 1e3 == pytest.approx(t_f, rel=0.02)                  # GFLOP ÷ TFLOP/s = ms; shown in µs
+    _, t_kv, t_w, _, gap, shown = (_num(g) for g in tail.groups())
+    assert gap == pytest.approx(t_f - t_kv, abs=0.02)
+    assert t_w * 1e3 / gap == pytest.approx(shown, rel=0.01) and shown == pytest.approx(b_star, abs=1)
