@@ -99,8 +99,11 @@ class Space:
 def residuals(rows: pd.DataFrame, profile: Profile,
               memo: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Log-ratios ln(measured / predicted) of every compared point, and their weights (``memo``: the
-    configurations already predicted with the same efficiencies, kept for one Jacobian)."""
-    p = predict(rows, profile=profile, memo=memo)
+    configurations already predicted with the same efficiencies, kept for one Jacobian). A trial profile can make
+    a row's prediction infinite (a step that never ends); its infinite log-ratio is replaced by ±5 below, so
+    numpy's divide-by-zero warning says nothing and is silenced."""
+    with np.errstate(divide="ignore"):
+        p = predict(rows, profile=profile, memo=memo)
     n = p.groupby(["source_id", "metric"])["metric"].transform("size").to_numpy(float)
     w = p["metric"].map(METRIC_WEIGHT).to_numpy(float) / np.sqrt(n)
     return np.nan_to_num(p["log_ratio"].to_numpy(float), nan=0.0, posinf=5.0, neginf=-5.0), w
