@@ -296,7 +296,7 @@ def math_crossover(r: Roofline, context_tokens: float, crossover: float | None) 
     one = {k: _f(v) for k, v in decode_terms(c, e, 1.0, ctx, 1).items()}
     b_star = math.inf if crossover is None else float(crossover)
     found = math.isfinite(b_star)
-    t_w = _f(decode_terms(c, e, b_star if found else 1.0, ctx, 1)["weights_s"])
+    t_w = _f(decode_terms(c, e, b_star, ctx, 1)["weights_s"]) if found else math.nan  # only a crossover has one
     t_f, t_kv = one["linear_s"] + one["attention_s"], one["kv_s"]
     w = min(context_tokens, c.window_tokens)
     f_attn = _f(c.attn_full_flop_per_token_ctx * context_tokens + c.attn_window_flop_per_token_ctx * w)
