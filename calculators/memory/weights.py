@@ -60,8 +60,10 @@ QUANTIZATIONS = ("none", "fp8", "int8", "awq", "gptq", "awq-int8", "gptq-int8", 
 class Linear:
     """One linear layer of a decoder block: ``count`` matrices of ``in_features × out_features``.
 
-    ``split`` says how TP shards it: ``"tp"`` (column/row parallel), ``"kv"`` (K/V heads,
-    replicated past ``H_kv``), ``"none"`` (replicated) or ``"experts"`` (TP or EP). ``role`` names the
+    ``split`` says how TP shards it: ``"tp"`` (column/row parallel), ``"attn"`` (attention's column/row
+    parallel projections), ``"kv"`` (K/V heads, replicated past ``H_kv``), ``"none"`` (replicated) or
+    ``"experts"`` (TP or EP). Attention's splits (``"attn"``, ``"kv"``, ``"global_kv"``) follow the attention's
+    own TP size, which data-parallel attention sets to 1 (:func:`shard`). ``role`` names the
     projection where a format treats projections differently (GGUF: ``v`` and ``down``).
     """
 
@@ -80,16 +82,16 @@ def _attention(m: ModelSpec, layer: int) -> list[Linear]:
     if m.is_mla:
         mla = m.mla_dims
         qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim
-        q = ([Linear(h, m.q_lora_rank, 1, "none", True), Linear(m.q_lora_rank, H * qk, 1, "tp", True)]
-             if m.q_lora_rank else [Linear(h, H * qk, 1, "tp", True)])
+        q = ([Linear(h, m.q_lora_rank, 1, "none", True), Linear(m.q_lora_rank, H * qk, 1, "attn", True)]
+             if m.q_lora_rank else [Linear(h, H * qk, 1, "attn", True)])
         return q + [Linear(h, mla.kv_lora_rank + mla.qk_rope_head_dim, 1, "none", True),
-                    Linear(mla.kv_lora_rank, H * (mla.qk_nope_head_dim + mla.v_head_dim), 1, "tp", True),
-                    Linear(H * mla.v_head_dim, h, 1, "tp", True)]
+                    Linear(mla.kv_lora_rank, H * (mla.qk_nope_head_dim + mla.v_head_dim), 1, "attn", True),
+                    Linear(H * mla.v_head_dim, h, 1, "attn", True)]
     # vLLM allocates K and V for every layer, the KV-shared ones and Gemma 4's k == v ones included
     kv, split = kv_heads * d, "global_kv" if kv_heads != m.num_key_value_heads else "kv"
-    return [Linear(h, H * d, 1, "tp", True, m.attention_bias, "q"),
+    return [Linear(h, H * d, 1, "attn", True, m.attention_bias, "q"),
             Linear(h, kv, 1, split, True, m.attention_bias, "k"), Linear(h, kv, 1, split, True, m.attention_bias, "v"),
-            Linear(H * d, h, 1, "tp", True, m.attention_bias and m.architecture.startswith("GptOss"), "o")]
+            Linear(H * d, h, 1, "attn", True, m.attention_bias and m.architecture.startswith("GptOss"), "o")]
 
 
 def _ffn(m: ModelSpec, layer: int) -> list[Linear]:
@@ -183,14 +185,18 @@ def _round_up(x: int, multiple: int) -> int:
     return -(-x // multiple) * multiple
 
 
-def _shard(lin: Linear, m: ModelSpec, tp: np.ndarray, ep: np.ndarray | None) -> np.ndarray:
-    """Fraction of a linear that one GPU holds."""
+def _shard(lin: Linear, m: ModelSpec, tp: np.ndarray, ep: np.ndarray | None,
+           dp_attention: bool = False) -> np.ndarray:
+    """Fraction of a linear that one GPU holds; with ``dp_attention`` attention's linears are whole on every GPU."""
+    attention_tp = np.ones_like(tp, dtype=np.float64) if dp_attention else tp
     if lin.split == "tp":
         return 1 / tp
+    if lin.split == "attn":
+        return 1 / attention_tp
     if lin.split in ("kv", "global_kv"):
         heads = m.num_global_key_value_heads if lin.split == "global_kv" else m.num_key_value_heads
         if heads is not None:  # a model without global KV heads has no global_kv linears to shard
-            return kv_heads_per_rank(heads, tp) / heads
+            return kv_heads_per_rank(heads, attention_tp) / heads
     if lin.split == "experts":
         return 1 / (tp if ep is None else ep)
     return np.ones_like(tp, dtype=np.float64)
@@ -215,7 +221,7 @@ def resolve_quantization(model: ModelSpec, quantization: str | None) -> str:
     return q
 
 
-SPLITS = ("tp", "kv", "global_kv", "none", "experts")
+SPLITS = ("tp", "attn", "kv", "global_kv", "none", "experts")
 
 
 @lru_cache(maxsize=1024)
@@ -238,22 +244,27 @@ def stage_linear_sums(model: ModelSpec, quantization: str, act_bytes: int, first
     return {k: (v[0], v[1]) for k, v in sums.items()}
 
 
-def shard(model: ModelSpec, split: str, tp: np.ndarray, ep: np.ndarray | None = None) -> np.ndarray:
-    """Fraction of a linear of this split that one GPU holds (see :class:`Linear`)."""
-    return _shard(Linear(1, 1, 1, split, False), model, tp, ep)
+def shard(model: ModelSpec, split: str, tp: np.ndarray, ep: np.ndarray | None = None,
+          dp_attention: bool = False) -> np.ndarray:
+    """Fraction of a linear of this split that one GPU holds (see :class:`Linear`). ``dp_attention``: attention
+    runs data-parallel across the ``tp`` GPUs (SGLang's ``--enable-dp-attention`` with ``--dp`` = ``--tp``,
+    TensorRT-LLM's ``enable_attention_dp``), so each GPU holds attention's linears whole; the rest keep their
+    split."""
+    return _shard(Linear(1, 1, 1, split, False), model, tp, ep, dp_attention)
 
 
 def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike = 1,
                            pipeline_parallel_size: int = 1, quantization: str | None = None,
                            dtype: str = "auto", expert_parallel_size: ArrayLike | None = None,
-                           layout: WeightLayout = WeightLayout()) -> np.ndarray:
+                           layout: WeightLayout = WeightLayout(), dp_attention: bool = False) -> np.ndarray:
     """Weight bytes on one GPU of each pipeline stage [bytes], shape ``(pp, *broadcast(tp))``.
 
     ``expert_parallel_size`` (vLLM ``--enable-expert-parallel``: TP × DP) puts whole experts on
     each GPU instead of slicing every expert by TP. A vision or audio encoder (``encoder_params``)
     sits on the first stage in the activation dtype, split by TP (vLLM shards its linears;
     docs/vllm-memory.md §2.2). ``layout``: what the engine does with quantised weights that the checkpoint
-    leaves open (:class:`WeightLayout`; the defaults unless the caller knows the engine).
+    leaves open (:class:`WeightLayout`; the defaults unless the caller knows the engine). ``dp_attention``: attention
+    runs data-parallel across the TP GPUs, so its linears are whole on each (:func:`shard`).
     """
     tp = check_tensor_parallel(model, tensor_parallel_size).astype(np.float64)
     ep = (None if expert_parallel_size is None
@@ -271,7 +282,7 @@ def weight_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLike 
         total = np.zeros_like(tp) + rope + n * norms_per_layer * s
         for split, (nbytes, _) in sums.items():
             pad = expert_rank_padding(model, q, tp, ep, layout.mxfp4_padding[1]) if split == "experts" else 1.0
-            total = total + nbytes * shard(model, split, tp, ep) * pad
+            total = total + nbytes * shard(model, split, tp, ep, dp_attention) * pad
         if i == 0:
             total = total + embed + _per_layer_embedding_bytes(model, s, tp) + model.encoder_params * s / tp
         if i == len(parts) - 1:
@@ -343,11 +354,12 @@ def gathered_bytes_per_stage(model: ModelSpec, *, tensor_parallel_size: ArrayLik
     return np.stack([first] + [rope] * (pp - 1))
 
 
-def step_read_bytes_per_gpu(model: ModelSpec, **kw) -> np.ndarray:
+def step_read_bytes_per_gpu(model: ModelSpec, dp_attention: bool = False, **kw) -> np.ndarray:
     """Weight bytes a forward pass reads whole on the most loaded GPU [bytes]: the weights less what it looks
     up by row (:func:`gathered_bytes_per_stage`); ``kw`` as :func:`weight_bytes_per_stage`, with no expert
-    parallelism or layout options."""
-    return (weight_bytes_per_stage(model, **kw) - gathered_bytes_per_stage(model, **kw)).max(axis=0)
+    parallelism or layout options; ``dp_attention`` as there."""
+    return (weight_bytes_per_stage(model, **kw, dp_attention=dp_attention)
+            - gathered_bytes_per_stage(model, **kw)).max(axis=0)
 
 
 def parameter_counts(model: ModelSpec) -> dict[str, float]:

@@ -4,10 +4,10 @@ The method (docs/performance-model.md §11):
 
 1. **Comparable rows** (:func:`screen`, :func:`comparable_rows`). A corpus row is kept when the product can
    state the same run: a load it models (below), neither prefill/decode disaggregated nor speculative decoding,
-   nor a workload whose prompts share a cached prefix, nor attention run data-parallel across the
-   tensor-parallel GPUs (:func:`dp_attention`), a model in the catalog (its id or alias, else the
+   nor a workload whose prompts share a cached prefix, a model in the catalog (its id or alias, else the
    checkpoint it re-quantises), a GPU with a catalog id, ``tp``, ``pp``, ``input_len`` and ``output_len``
-   stated (compared at the lengths the run served, :func:`_served_lengths`), a weight precision that maps to a
+   stated (compared at the lengths the run served, :func:`_served_lengths`; attention data-parallel across the
+   tensor-parallel GPUs where the row says so, :func:`dp_attention`), a weight precision that maps to a
    product format, a KV-cache dtype the product knows, one replica of ``tp × pp`` GPUs (or replicas, below), at
    least one metric the load can state, and a configuration the roofline accepts (for a ceiling or an open-loop run,
    with a KV pool). Every other row goes to the ``skipped`` table with the first reason that applies.
@@ -118,10 +118,11 @@ burst (all ``concurrency`` prompts at once): its TTFT is not compared."""
 FLAGS = ("disaggregated", "lockstep", "shared_prefix")
 """The true-or-false marks of a row (``extra.<flag>``); absent means false."""
 CONFIG = ["model_id", "catalog_gpu", "tp", "pp", "quantization", "kv_dtype", "engine_generation",
-          "max_num_batched_tokens", "scheduler_recv_interval", "max_num_seqs"]
+          "max_num_batched_tokens", "scheduler_recv_interval", "max_num_seqs", "dp_attention"]
 """The columns that pick one roofline: the model on its GPUs, and the engine with the settings the run gave it."""
 ROW_COLUMNS = ["row_id", "source_id", "source_row", "engine", "engine_generation", "gpu", "gpu_family",
                "catalog_gpu", "model", "model_id", "precision", "quantization", "kv_dtype", "tp", "pp", "ep", "dp",
+               "dp_attention",
                "gpu_count", "replicas", "load_mode", "load", "concurrency", "request_rate", "batch_size", "num_prompts",
                "batch", "input_len", "output_len", "max_num_batched_tokens", "scheduler_recv_interval",
                "max_num_seqs"]
@@ -203,23 +204,25 @@ def kv_dtype_for(kv_cache_dtype: object) -> str:
 
 def _roofline(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
               efficiencies: Efficiencies, engine: str = DEFAULT_ENGINE, profile: Profile | None = None,
-              settings: tuple[int, int] = (DEFAULT_MAX_NUM_BATCHED_TOKENS, 1)) -> Roofline:
+              settings: tuple[int, int] = (DEFAULT_MAX_NUM_BATCHED_TOKENS, 1), dp_attention: bool = False) -> Roofline:
     """One roofline per configuration: the given efficiencies, or (default ones) the fitted set of ``profile``
     (default: the shipped fit) for the GPU's family and the engine; ``settings`` are the engine's
-    ``(max_num_batched_tokens, scheduler_recv_interval)``."""
+    ``(max_num_batched_tokens, scheduler_recv_interval)``; ``dp_attention``: attention data-parallel across the
+    ``tp`` GPUs."""
     return Roofline(get_model(model_id), get_gpu(gpu_id), tensor_parallel_size=tp, pipeline_parallel_size=pp,
                     quantization=quantization, kv_cache_dtype=kv_dtype, efficiencies=efficiencies, engine=engine,
-                    profile=profile, max_num_batched_tokens=settings[0], scheduler_recv_interval=settings[1])
+                    profile=profile, max_num_batched_tokens=settings[0], scheduler_recv_interval=settings[1],
+                    enable_dp_attention=dp_attention)
 
 
 def _configure(model_id: str, gpu_id: str, tp: int, pp: int, precision: str, kv: object,
-               needs_kv: bool) -> tuple[Any, str]:
+               needs_kv: bool, dp_attention: bool = False) -> tuple[Any, str]:
     """``(quantization, kv_dtype)`` of one distinct configuration, checked by building its roofline; where a
     row's batch comes from the KV pool (``needs_kv``: a ceiling or an open-loop run), the pool must exist."""
     model, gpu = get_model(model_id), get_gpu(gpu_id)
     quant, kv_dtype = quantization_for(precision, model, gpu), kv_dtype_for(kv)
     try:
-        pm = _roofline(model_id, gpu_id, tp, pp, quant, kv_dtype, Efficiencies())
+        pm = _roofline(model_id, gpu_id, tp, pp, quant, kv_dtype, Efficiencies(), dp_attention=dp_attention)
     except InvalidInputError as exc:
         raise _SkipError("the roofline refuses the configuration", str(exc)) from None
     if needs_kv and ceiling_batch(pm, "sglang", np.array([1.0]), np.array([1.0]), np.array([np.inf]))[0] < 2:
@@ -281,7 +284,9 @@ def _measured(f: pd.DataFrame) -> pd.DataFrame:
     arrive in the opening burst of ``concurrency`` prompts at once, so its median TTFT is that burst's queue), and
     a closed loop whose TTFT is a mean (the mean carries the opening burst however many prompts follow it: its
     prompts wait for one another's prefill, seconds at hundreds in flight; the median of the other requests
-    does not)."""
+    does not), and TensorRT-LLM with data-parallel attention (its balancer holds a new prompt until every
+    attention rank has one, up to ``attention_dp_config.timeout_iters`` steps — 60 in InferenceX's launch
+    scripts — a wait the model does not state, docs/performance-model.md §3.7)."""
     tpot, tpot_key = _first_present(f, MEASURED_KEYS["tpot"])
     ttft, ttft_key = _first_present(f, MEASURED_KEYS["ttft"])
     tput, tput_key = _throughput(f)
@@ -291,7 +296,8 @@ def _measured(f: pd.DataFrame) -> pd.DataFrame:
     lockstep = closed & f["lockstep"].eq(True)
     burst = closed & (_column(f, "num_prompts") <= BURST_PROMPTS_PER_SLOT * _column(f, "concurrency"))
     mean_ttft = closed & ttft_key.eq("ttft_mean_ms")
-    drop_ttft = offline | lockstep | burst | mean_ttft | (rate & (sat != False))  # noqa: E712  (NaN: not known to be unsaturated)
+    balanced = f["dp_attention"] & f["engine_generation"].str.startswith("trtllm")
+    drop_ttft = offline | lockstep | burst | mean_ttft | balanced | (rate & (sat != False))  # noqa: E712  (NaN: not known to be unsaturated)
     drop_tput = rate & (sat != True)  # noqa: E712  (NaN: not known to be saturated)
     drop_tpot = offline
     return pd.DataFrame({"measured_tpot_s": tpot.mask(drop_tpot) * 1e-3, "tpot_key": tpot_key.mask(drop_tpot),
@@ -378,6 +384,7 @@ def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
     f["max_num_seqs"] = [seqs for _, seqs in limits]
     f["load"] = _load(f)
     f["replicas"] = f["gpu_count"].astype(float) / (f["tp"].astype(float) * f["pp"].astype(float))
+    f["dp_attention"] = dp_attention(f)
     f["batch"] = np.select([f["load"] == "static_batch", f["load"] == "concurrency"],
                            [f["batch_size"].astype(float), f["concurrency"].astype(float)], np.nan)
     return f.join(_measured(f))
@@ -396,7 +403,8 @@ def replicated(f: pd.DataFrame) -> pd.Series:
     (TTFT + (O − 1)·TPOT) / O``, lie nearer (in log) to ``concurrency × k`` than to ``concurrency``. Such a row
     is one replica at that concurrency (its per-GPU throughput is the replica's)."""
     k, n, o = f["replicas"], f["concurrency"].astype(float), f["output_len"].astype(float)
-    e2e = f["measured_ttft_s"] + (o - 1) * f["measured_tpot_s"]
+    ttft_s = _first_present(f, MEASURED_KEYS["ttft"])[0] * 1e-3  # as published, compared or not
+    e2e = ttft_s + (o - 1) * f["measured_tpot_s"]
     in_flight = f["measured_throughput"] * f["gpu_count"].astype(float) * e2e / o
     per_replica = np.abs(np.log(in_flight / (n * k))) < np.abs(np.log(in_flight / n))
     whole = (k > 1) & (k == np.round(k)) & (f["load"] == "concurrency")
@@ -406,9 +414,8 @@ def replicated(f: pd.DataFrame) -> pd.Series:
 def dp_attention(f: pd.DataFrame) -> pd.Series:
     """Rows whose attention ran data-parallel inside the tensor-parallel group (``dp`` = ``tp`` > 1: SGLang's
     ``--enable-dp-attention``, TensorRT-LLM's attention DP): each GPU holds the whole attention and the KV cache
-    of its own share of the requests, where the product's tensor parallelism splits the attention and, for MLA
-    models, keeps the latent cache on every GPU. A data-parallel size beside ``tp`` (``dp`` ≠ ``tp``, or
-    ``tp`` = 1) counts replicas instead."""
+    of its own share of the requests (the roofline's ``enable_dp_attention``). A data-parallel size beside ``tp``
+    (``dp`` ≠ ``tp``, or ``tp`` = 1) counts replicas instead."""
     tp = f["tp"].astype(float)
     return tp.gt(1) & f["dp"].astype(float).eq(tp)
 
@@ -421,8 +428,6 @@ def _row_checks(f: pd.DataFrame) -> list[tuple[pd.Series, str, Any]]:
         (f["disaggregated"], "prefill/decode disaggregated (not modelled)", "disaggregated"),
         (f["spec_decoding"].notna(), "speculative decoding (not modelled)", f["spec_decoding"].astype(str)),
         (f["shared_prefix"], "shared-prefix workload (prefix caching not modelled)", "shared prefix"),
-        (dp_attention(f), "attention data-parallel across the tensor-parallel GPUs (not modelled)",
-         "dp " + f["dp"].astype("Int64").astype(str)),
         (f["model_id"].isna(), "model not in the catalog", f["model"].astype(str)),
         (f["catalog_gpu"].isna(), "GPU has no catalog id", f["gpu"].astype(str)),
         (f["tp"].isna() | f["pp"].isna(), "tp or pp not stated", "tp/pp"),
@@ -435,15 +440,15 @@ def _row_checks(f: pd.DataFrame) -> list[tuple[pd.Series, str, Any]]:
 
 def _config_checks(f: pd.DataFrame, reason: pd.Series, detail: pd.Series) -> None:
     """Quantization and KV dtype of each distinct configuration still in play; a refused one skips its rows."""
-    keys = ["model_id", "catalog_gpu", "tp", "pp", "precision", "kv_cache_dtype"]
+    keys = ["model_id", "catalog_gpu", "tp", "pp", "precision", "kv_cache_dtype", "dp_attention"]
     live = f[reason.isna()]
     f["quantization"], f["kv_dtype"] = None, None
     kv_loads = f["load"].isin(["offline_max", "request_rate"])
     for key, idx in live.groupby(keys, dropna=False, sort=False).groups.items():
-        model_id, gpu_id, tp, pp, precision, kv = key
+        model_id, gpu_id, tp, pp, precision, kv, dp = key
         try:
             quant, kv_dtype = _configure(str(model_id), str(gpu_id), int(tp), int(pp), str(precision), kv,
-                                         bool(kv_loads[idx].any()))
+                                         bool(kv_loads[idx].any()), bool(dp))
         except _SkipError as skip:
             _flag(reason, detail, f.index.isin(idx) & reason.isna(), skip.reason, skip.detail)
             continue
@@ -494,24 +499,28 @@ def skipped_rows(frame: pd.DataFrame | None = None) -> pd.DataFrame:
 
 @lru_cache(maxsize=4096)
 def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
-              context_tokens: int, trtllm_pool: bool = False) -> int:
+              context_tokens: int, trtllm_pool: bool = False, dp_attention: bool = False) -> int:
     """Sequences of ``context_tokens`` tokens the KV pool of one replica holds: vLLM's accounting (its share of
     the whole memory less weights, activations and the rest), or with ``trtllm_pool`` TensorRT-LLM's,
     :data:`TRTLLM_FREE_GPU_MEMORY_FRACTION` of what the same weights, activations and rest leave (a flag, not the
-    engine's name, so that every other engine shares one cached answer)."""
+    engine's name, so that every other engine shares one cached answer). With ``dp_attention`` each of the ``tp``
+    GPUs keeps its own sequences' cache whole: the replica holds ``tp`` times what one GPU with attention whole
+    and the experts split ``tp`` ways holds (vLLM's ``--data-parallel-size`` with ``--enable-expert-parallel``)."""
     model, gpu = get_model(model_id), get_gpu(gpu_id)
+    ranks = tp if dp_attention else 1
 
     def pool(kv_cache_memory_bytes: int | None = None) -> CapacityResult:
-        return vllm_capacity(model, gpu=gpu, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+        return vllm_capacity(model, gpu=gpu, tensor_parallel_size=tp // ranks, pipeline_parallel_size=pp,
                              quantization=quantization, kv_cache_dtype=kv_dtype, max_model_len=context_tokens,
-                             kv_cache_memory_bytes=kv_cache_memory_bytes)
+                             kv_cache_memory_bytes=kv_cache_memory_bytes,
+                             expert_parallel_size=tp if dp_attention and model.is_moe else None)
 
     capacity = pool()
     if trtllm_pool:
         stage = capacity.binding
         free = gpu.memory_bytes - stage.weights_bytes - stage.activation.value - stage.non_torch.value
         capacity = pool(int(TRTLLM_FREE_GPU_MEMORY_FRACTION * free))
-    return batch_limit(model, capacity, float(context_tokens))
+    return ranks * batch_limit(model, capacity, float(context_tokens))
 
 
 def ceiling_batch(pm: Roofline, engine: str, input_len: np.ndarray, output_len: np.ndarray,
@@ -523,7 +532,8 @@ def ceiling_batch(pm: Roofline, engine: str, input_len: np.ndarray, output_len: 
     config = (pm.model.id, pm.gpu.id, int(np.ravel(pm.tensor_parallel_size)[0]), pm.pipeline_parallel_size,
               pm.quantization, pm.kv_cache_dtype)
     trtllm_pool = engine.startswith("trtllm")
-    kv = np.array([_kv_limit(*config, int(c), trtllm_pool) for c in input_len + output_len], dtype=float)
+    kv = np.array([_kv_limit(*config, int(c), trtllm_pool, pm.enable_dp_attention) for c in input_len + output_len],
+                  dtype=float)
     return np.maximum(np.fmin(np.minimum(kv, max_num_seqs), num_prompts), 1.0)
 
 
@@ -589,7 +599,8 @@ def _predict_config(rows: pd.DataFrame, efficiencies: Efficiencies, profile: Pro
     engine = str(first["engine_generation"])
     pm = _roofline(str(first["model_id"]), str(first["catalog_gpu"]), int(first["tp"]), int(first["pp"]), quant,
                    str(first["kv_dtype"]), efficiencies, engine, profile,
-                   (int(first["max_num_batched_tokens"]), int(first["scheduler_recv_interval"])))
+                   (int(first["max_num_batched_tokens"]), int(first["scheduler_recv_interval"])),
+                   bool(first["dp_attention"]))
     sm = _load_metrics(pm, rows, engine)
     return pd.DataFrame({"predicted_tpot_s": sm["tpot_s"], "predicted_itl_s": sm["itl_median_s"],
                          "predicted_ttft_s": sm["ttft_s"],

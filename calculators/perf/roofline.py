@@ -211,6 +211,7 @@ class Coefficients:
     pp: int
     mla: bool
     moe_layers_per_stage: float
+    dp_attention: bool = False
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,11 @@ class Roofline(StepTimeMixin):
     the tokens one step may carry (vLLM's flag; SGLang's ``--chunked-prefill-size``), and
     ``scheduler_recv_interval``, the decode steps between the scheduler's polls for new requests (SGLang's
     ``--scheduler-recv-interval``, default 1: vLLM and SGLang's default look every step).
+
+    ``enable_dp_attention`` runs attention data-parallel across the ``tensor_parallel_size`` GPUs (SGLang's
+    ``--enable-dp-attention`` with ``--dp`` equal to ``--tp``; TensorRT-LLM's ``enable_attention_dp``): each GPU
+    holds attention's weights whole and the KV cache of its own share of the sequences, the rest of the layer
+    keeps its tensor or expert split (docs/performance-model.md §3.7).
     """
 
     model: ModelSpec
@@ -240,6 +246,7 @@ class Roofline(StepTimeMixin):
     max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS
     scheduler_recv_interval: int = 1
     engine: str = DEFAULT_ENGINE
+    enable_dp_attention: bool = False
     profile: Profile | None = field(default=None, repr=False, compare=False)
     coefficients: Coefficients = field(init=False, repr=False)
 
@@ -313,19 +320,22 @@ def _coefficients(r: Roofline) -> Coefficients:
     frac = layers / m.num_hidden_layers
     sums = stage_linear_sums(m, q, s, 0, m.num_hidden_layers)
     experts = sums["experts"][0] * shard(m, "experts", tp) * frac * expert_rank_padding(m, q, tp, None)
+    dp = bool(r.enable_dp_attention)
     total = step_read_bytes_per_gpu(m, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=q,
-                                    dtype=r.dtype)
+                                    dtype=r.dtype, dp_attention=dp)
     hit = m.num_experts_per_tok / m.num_experts if m.is_moe else 0.0
     expert_params = sums["experts"][1] * hit / tp  # the routed experts' parameters a token runs through
-    params = sum(sums[k][1] * shard(m, k, tp) for k in ("tp", "kv", "global_kv", "none")) + expert_params
+    params = sum(sums[k][1] * shard(m, k, tp) for k in ("tp", "attn", "kv", "global_kv", "none")) + expert_params
     lm_head = 2 * m.hidden_size * m.vocab_size / tp
     windowed = [t for t in m.layer_types if t != "full_attention"]
     n_win = len(windowed) * frac
     n_full = m.num_hidden_layers * frac - n_win
     window_kind = windowed[0] if windowed else "full_attention"
     # every layer reads the cache of its kind, a KV-shared one the cache of the layer it shares (Gemma 3n/4)
-    kv_full, kv_window = (kv_bytes_per_token_per_layer(m, tensor_parallel_size=tp, kv_cache_dtype=r.kv_cache_dtype,
-                                                       dtype=r.dtype, layer_type=k).astype(np.float64)
+    # with data-parallel attention a GPU keeps the whole cache of 1/tp of the sequences: per replica token, 1/tp of it
+    kv_full, kv_window = (kv_bytes_per_token_per_layer(m, tensor_parallel_size=1 if dp else tp,
+                                                       kv_cache_dtype=r.kv_cache_dtype, dtype=r.dtype,
+                                                       layer_type=k).astype(np.float64) / (tp if dp else 1)
                           for k in ("full_attention", window_kind))
     heads = m.num_attention_heads / tp
     attn_full, attn_window = (4 * heads * m.attention_dims(k)[1] for k in ("full_attention", window_kind))
@@ -347,7 +357,8 @@ def _coefficients(r: Roofline) -> Coefficients:
         attn_peak_flop_per_s=g.peak_flop_per_s[attention_dtype(m, g, r.dtype)],
         bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s,
         allreduce_bytes_per_token=m.hidden_size * s, link_bytes_per_s=g.scale_up_bytes_per_s_per_direction,
-        layers_per_stage=layers, tp=tp, pp=pp, mla=m.is_mla, moe_layers_per_stage=len(m.moe_layers) * frac)
+        layers_per_stage=layers, tp=tp, pp=pp, mla=m.is_mla, moe_layers_per_stage=len(m.moe_layers) * frac,
+        dp_attention=dp)
 
 
 def _linear_compute_s(c: Coefficients, e: Efficiencies, linear_flop: np.ndarray, tokens: np.ndarray) -> np.ndarray:
@@ -373,9 +384,12 @@ def _kernels_s(linear_s: np.ndarray, weights_s: np.ndarray, attention_s: np.ndar
 
 
 def _allreduce_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.ndarray:
-    """Two ring all-reduces per layer: ``2(tp−1)/tp · bytes / link + latency`` each."""
+    """Two ring all-reduces per layer: ``2(tp−1)/tp · bytes / link + latency`` each. With data-parallel attention
+    the two are an all-gather of the replica's tokens before the MLP and a reduce-scatter after it, each half an
+    all-reduce's bytes (docs/performance-model.md §3.7)."""
     link = np.where(np.asarray(c.link_bytes_per_s) > 0, c.link_bytes_per_s, np.inf)
-    one = 2 * (c.tp - 1) / c.tp * tokens * c.allreduce_bytes_per_token / link + e.allreduce_latency_s
+    volume = np.where(c.dp_attention, 0.5, 1.0)
+    one = volume * 2 * (c.tp - 1) / c.tp * tokens * c.allreduce_bytes_per_token / link + e.allreduce_latency_s
     return np.where(c.tp > 1, 2 * c.layers_per_stage * one, 0.0)
 
 
@@ -392,8 +406,22 @@ def _eager_prefill_s(c: Coefficients, e: Efficiencies, prompt_tokens: np.ndarray
 
 
 def _software_s(c: Coefficients, e: Efficiencies, sequences: np.ndarray) -> np.ndarray:
-    """The engine's fixed costs of one step [s]: per step, per running sequence (docs/performance-model.md §4)."""
-    return e.step_overhead_s + sequences * e.sequence_overhead_s
+    """The engine's fixed costs of one step [s]: per step, per running sequence (docs/performance-model.md §4).
+    With data-parallel attention each of the ``tp`` attention ranks schedules its own share of the sequences, side
+    by side."""
+    s = np.asarray(sequences, dtype=np.float64)
+    busiest = np.where(c.dp_attention, np.maximum(s / c.tp, np.minimum(s, 1.0)), s)
+    return e.step_overhead_s + busiest * e.sequence_overhead_s
+
+
+def attention_imbalance(c: Coefficients, sequences: ArrayLike) -> np.ndarray:
+    """How many times its even share of a pass's attention work the busiest GPU does [×]: 1 under tensor
+    parallelism (every GPU runs its heads of every sequence); with data-parallel attention ``tp / min(n, tp)`` for
+    ``n`` decoding sequences, or prompts prefilled together, as a rank runs whole sequences and the step waits for
+    the busiest (one prompt's prefill attention runs on one GPU). Prompts that join decode steps are taken as
+    spread over the ranks, as the engines' request dispatch does (docs/performance-model.md §3.7)."""
+    n = np.asarray(sequences, dtype=np.float64)
+    return np.where(c.dp_attention, c.tp / np.clip(n, 1.0, c.tp), 1.0)
 
 
 def _weights_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.ndarray:
@@ -454,8 +482,9 @@ def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayL
     attn_flop = b * (c.attn_full_flop_per_token_ctx * ctx + c.attn_window_flop_per_token_ctx * win)
     flop = b * c.linear_flop_per_token + attn_flop
     linear_s = _linear_compute_s(c, e, b * c.linear_flop_per_token, b)
-    attention_s = _attention_compute_s(c, e, attn_flop)
-    weights_s, kv_s = _weights_s(c, e, b), _attention_read_s(c, e, kv_read, ctx)
+    busiest = attention_imbalance(c, b)
+    attention_s = _attention_compute_s(c, e, attn_flop) * busiest
+    weights_s, kv_s = _weights_s(c, e, b), _attention_read_s(c, e, kv_read, ctx) * busiest
     compute_s, memory_s = linear_s + attention_s, weights_s + kv_s
     comm_s = _allreduce_s(c, e, b) + _layers_s(c, e)
     stages = micro_batches + c.pp - 1
@@ -491,15 +520,19 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     win, half_win = np.minimum(ctx, c.window_tokens), np.minimum(half, c.window_tokens)
     written = (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token) * p  # prompt KV written, as in prefill
     kv_read = b * (c.kv_full_bytes_per_token * ctx + c.kv_window_bytes_per_token * win)
-    attn_flop = (b * (c.attn_full_flop_per_token_ctx * ctx + c.attn_window_flop_per_token_ctx * win)
+    # the decodes' attention waits for the busiest rank; arriving prompts are spread over the ranks (§3.7)
+    busiest = attention_imbalance(c, b)
+    attn_flop = (busiest * b * (c.attn_full_flop_per_token_ctx * ctx + c.attn_window_flop_per_token_ctx * win)
                  + p * (c.attn_prefill_full_flop_per_token_ctx * half
                         + c.attn_prefill_window_flop_per_token_ctx * half_win))
     prompts = p * micro_batches / np.maximum(2 * half, 1.0)
     skip_head = p - _logit_rows(p, prompts / micro_batches)  # prompt tokens whose logits are not taken
     linear_flop = (b + p) * c.linear_flop_per_token - skip_head * c.lm_head_flop_per_token
-    linear_s, attention_s = _linear_compute_s(c, e, linear_flop, b + p), _attention_compute_s(c, e, attn_flop)
+    linear_s = _linear_compute_s(c, e, linear_flop, b + p)
+    attention_s = _attention_compute_s(c, e, attn_flop)
     weights_s = _weights_s(c, e, b + p)
-    kv_s = written / (c.bandwidth_bytes_per_s * e.memory) + _attention_read_s(c, e, kv_read, ctx)
+    kv_s = (written / (c.bandwidth_bytes_per_s * e.memory)
+            + _attention_read_s(c, e, kv_read, ctx) * busiest)
     compute_s, memory_s = linear_s + attention_s, weights_s + kv_s
     stages = micro_batches + c.pp - 1
     handoff = (c.pp - 1) * ((b + p) * c.allreduce_bytes_per_token / np.maximum(c.link_bytes_per_s, 1.0)
@@ -527,7 +560,8 @@ def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: 
     written = tokens * (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token)
     skip_head = tokens - _logit_rows(tokens, n + chunks - 1)  # a chunk boundary splits at most one prompt
     linear_flop = tokens * c.linear_flop_per_token - skip_head * c.lm_head_flop_per_token
-    linear_s, attention_s = _linear_compute_s(c, e, linear_flop, tokens), _attention_compute_s(c, e, attn_flop)
+    linear_s = _linear_compute_s(c, e, linear_flop, tokens)
+    attention_s = _attention_compute_s(c, e, attn_flop) * attention_imbalance(c, n / chunks)
     weights_s, kv_s = chunks * _weights_s(c, e, tokens / chunks), written / (c.bandwidth_bytes_per_s * e.memory)
     compute_s, memory_s = linear_s + attention_s, weights_s + kv_s
     per_chunk = (_allreduce_s(c, e, tokens / chunks) + _layers_s(c, e) + _eager_prefill_s(c, e, tokens)
