@@ -49,6 +49,9 @@ def add_model_on_gpu(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv-cache-dtype", default="auto")
     p.add_argument("--max-num-batched-tokens", type=int,
                    help="tokens per engine step (default: what vllm serve picks for this GPU)")
+    p.add_argument("--enable-dp-attention", action="store_true",
+                   help="MoE models: attention data-parallel across the tensor-parallel GPUs, experts split across "
+                        "them (SGLang --enable-dp-attention, vLLM --data-parallel-size with --enable-expert-parallel)")
 
 
 def add_perf(p: argparse.ArgumentParser) -> None:
@@ -89,7 +92,8 @@ def plain_roofline(a: argparse.Namespace, eff: Efficiencies) -> Roofline:
                     pipeline_parallel_size=a.pipeline_parallel_size, quantization=a.quantization, dtype=a.dtype,
                     kv_cache_dtype=a.kv_cache_dtype, efficiencies=eff,
                     max_num_batched_tokens=int(positive_int("max_num_batched_tokens", budget, scalar=True)),
-                    scheduler_recv_interval=getattr(a, "scheduler_recv_interval", 1))
+                    scheduler_recv_interval=getattr(a, "scheduler_recv_interval", 1),
+                    enable_dp_attention=a.enable_dp_attention)
 
 
 def roofline(a: argparse.Namespace) -> Roofline:

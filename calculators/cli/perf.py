@@ -23,7 +23,8 @@ def cmd_perf(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps(doc, indent=2))
         return 0
-    print(f"{doc['model']} on {doc['gpu']} × {doc['tensor_parallel_size']} ({doc['compute_dtype']}), "
+    layout = ", attention data-parallel" if doc["enable_dp_attention"] else ""
+    print(f"{doc['model']} on {doc['gpu']} × {doc['tensor_parallel_size']} ({doc['compute_dtype']}{layout}), "
           f"{LOADS[doc['load_mode']].format(**doc)}, {doc['input_len']} in / {doc['output_len']} out")
     if doc["overloaded"]:
         print("  OVERLOADED: more requests arrive than max_num_seqs in flight can serve; the queue grows")

@@ -72,7 +72,7 @@ from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS, Efficienci
 from calculators.specs.catalog import get_gpu, get_model, load_models
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.capacity import CapacityResult, vllm_capacity
-from calculators.vllm.concurrency import batch_limit
+from calculators.vllm.concurrency import attention_ranks, batch_limit
 from calculators.vllm.versions import serve_defaults
 
 METRICS = ("tpot", "ttft", "throughput")
@@ -503,17 +503,15 @@ def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | 
     """Sequences of ``context_tokens`` tokens the KV pool of one replica holds: vLLM's accounting (its share of
     the whole memory less weights, activations and the rest), or with ``trtllm_pool`` TensorRT-LLM's,
     :data:`TRTLLM_FREE_GPU_MEMORY_FRACTION` of what the same weights, activations and rest leave (a flag, not the
-    engine's name, so that every other engine shares one cached answer). With ``dp_attention`` each of the ``tp``
-    GPUs keeps its own sequences' cache whole: the replica holds ``tp`` times what one GPU with attention whole
-    and the experts split ``tp`` ways holds (vLLM's ``--data-parallel-size`` with ``--enable-expert-parallel``)."""
+    engine's name, so that every other engine shares one cached answer). With ``dp_attention`` each GPU keeps its
+    own sequences' cache (:func:`~calculators.vllm.concurrency.attention_ranks`)."""
     model, gpu = get_model(model_id), get_gpu(gpu_id)
-    ranks = tp if dp_attention else 1
+    ranks, layout = attention_ranks(model, tp, dp_attention)
 
     def pool(kv_cache_memory_bytes: int | None = None) -> CapacityResult:
-        return vllm_capacity(model, gpu=gpu, tensor_parallel_size=tp // ranks, pipeline_parallel_size=pp,
-                             quantization=quantization, kv_cache_dtype=kv_dtype, max_model_len=context_tokens,
-                             kv_cache_memory_bytes=kv_cache_memory_bytes,
-                             expert_parallel_size=tp if dp_attention and model.is_moe else None)
+        return vllm_capacity(model, gpu=gpu, pipeline_parallel_size=pp, quantization=quantization,
+                             kv_cache_dtype=kv_dtype, max_model_len=context_tokens,
+                             kv_cache_memory_bytes=kv_cache_memory_bytes, **layout)
 
     capacity = pool()
     if trtllm_pool:

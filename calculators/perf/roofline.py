@@ -253,6 +253,10 @@ class Roofline(StepTimeMixin):
     def __post_init__(self) -> None:
         positive_int("max_num_batched_tokens", self.max_num_batched_tokens, scalar=True)
         positive_int("scheduler_recv_interval", self.scheduler_recv_interval, scalar=True)
+        if self.enable_dp_attention and not self.model.is_moe:
+            raise InvalidInputError("enable_dp_attention", True, f"off for {self.model.id}: data-parallel attention "
+                                    "splits a mixture-of-experts model's experts across its attention ranks, and "
+                                    "this model has none")
         if self.efficiencies.is_default():
             object.__setattr__(self, "efficiencies",
                                Efficiencies.fitted(self.gpu, self.engine, self.profile, self.dtype_used))

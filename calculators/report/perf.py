@@ -10,15 +10,16 @@ from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_bat
 from calculators.perf.roofline import Roofline, crossover_batch_size, ridge_point
 from calculators.perf.serving import open_loop_metrics, serving_metrics, static_batch_metrics
 from calculators.vllm.capacity import vllm_capacity
-from calculators.vllm.concurrency import batch_limit
+from calculators.vllm.concurrency import attention_ranks, batch_limit
 
 
 def kv_batch_limit(r: Roofline, context_tokens: int, **capacity_flags) -> int:
-    """Largest batch of ``context_tokens``-token sequences the KV pool holds (vLLM accounting)."""
-    res = vllm_capacity(r.model, gpu=r.gpu, tensor_parallel_size=int(np.ravel(r.tensor_parallel_size)[0]),
-                        pipeline_parallel_size=r.pipeline_parallel_size, quantization=r.quantization,
-                        kv_cache_dtype=r.kv_cache_dtype, **capacity_flags)
-    return batch_limit(r.model, res, context_tokens)
+    """Largest batch of ``context_tokens``-token sequences the replica's KV pools hold (vLLM accounting; one
+    pool per GPU with data-parallel attention, :func:`attention_ranks`)."""
+    pools, layout = attention_ranks(r.model, int(np.ravel(r.tensor_parallel_size)[0]), r.enable_dp_attention)
+    res = vllm_capacity(r.model, gpu=r.gpu, pipeline_parallel_size=r.pipeline_parallel_size,
+                        quantization=r.quantization, kv_cache_dtype=r.kv_cache_dtype, **layout, **capacity_flags)
+    return pools * batch_limit(r.model, res, context_tokens)
 
 
 def _check_context(r: Roofline, tokens: float) -> None:
@@ -64,8 +65,9 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
     cross = float(np.ravel(crossover_batch_size(r, input_len + output_len / 2))[0])
     doc = {
         "model": r.model.id, "gpu": r.gpu.id, "tensor_parallel_size": int(np.ravel(r.tensor_parallel_size)[0]),
-        "pipeline_parallel_size": r.pipeline_parallel_size, "compute_dtype": r.dtype_used,
-        "load_mode": mode, "batch_size": batch, "concurrency": in_flight, "request_rate": request_rate,
+        "pipeline_parallel_size": r.pipeline_parallel_size, "enable_dp_attention": r.enable_dp_attention,
+        "compute_dtype": r.dtype_used, "load_mode": mode, "batch_size": batch, "concurrency": in_flight,
+        "request_rate": request_rate,
         "overloaded": overloaded, "input_len": input_len, "output_len": output_len,
         **{k: (None if math.isinf(v) else v) for k, v in m.items()},
         "bound": "memory" if bool(np.ravel(terms["memory_bound"])[0]) else "compute",

@@ -20,6 +20,18 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def attention_ranks(model: ModelSpec, tensor_parallel_size: int,
+                    enable_dp_attention: bool = False) -> tuple[int, dict[str, int | None]]:
+    """The KV pools of one replica of ``tensor_parallel_size`` GPUs, as ``(pools, flags of one pool)`` for
+    :func:`~calculators.vllm.capacity.vllm_capacity`: one pool of that TP size; with data-parallel attention
+    (MoE models only) one pool per GPU, each GPU holding attention whole and ``1/tp`` of the experts and
+    keeping the cache of its own sequences — vLLM's ``--data-parallel-size tp --enable-expert-parallel``, whose
+    start-up log prints one such pool per rank. The replica holds ``pools`` times what one pool holds."""
+    if not enable_dp_attention or tensor_parallel_size == 1:
+        return 1, {"tensor_parallel_size": tensor_parallel_size}
+    return tensor_parallel_size, {"tensor_parallel_size": 1, "expert_parallel_size": tensor_parallel_size}
+
+
 def pool_blocks(result: CapacityResult) -> int:
     """KV blocks every stage can give: the smallest stage's ``num_gpu_blocks`` [blocks]."""
     return int(min(s.num_blocks for s in result.stages))

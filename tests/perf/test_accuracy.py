@@ -166,8 +166,9 @@ def test_attention_data_parallel_inside_the_tp_group_is_compared_as_such_and_rep
     """SGLang's ``--tp 8 --dp 8 --enable-dp-attention`` on 8 GPUs runs attention data-parallel: compared with the
     roofline's ``enable_dp_attention``; ``--tp 4`` with 2 data-parallel replicas on 8 GPUs is two replicas, and
     ``dp`` 2 beside TP 1 is two copies of the model: neither is DP attention."""
-    frame = _frame({"tp": 8, "dp": 8, "gpu_count": 8}, {"tp": 4, "dp": 2, "gpu_count": 8}, {"tp": 1, "dp": 2},
-                   {"dp": None})
+    moe = {"model": "deepseek-ai/DeepSeek-V2-Lite"}
+    frame = _frame(moe | {"tp": 8, "dp": 8, "gpu_count": 8}, {"tp": 4, "dp": 2, "gpu_count": 8}, {"tp": 1, "dp": 2},
+                   moe | {"dp": None})
     assert dp_attention(frame).tolist() == [True, False, False, False]
     screened = screen(frame.iloc[[0, 3]])
     assert screened.skipped.empty
@@ -178,10 +179,11 @@ def test_tensorrt_llm_attention_dp_ttft_is_not_compared_but_sglang_s_is():
     """TensorRT-LLM's attention-DP balancer holds a new prompt until every rank has one (up to
     ``timeout_iters`` steps), a wait the model does not state: such a row keeps its TPOT and drops its TTFT;
     SGLang's DP attention has no such wait, and TensorRT-LLM without DP attention keeps its TTFT."""
-    dp = {"tp": 8, "dp": 8, "gpu_count": 8, "num_prompts": 160, "ttft_median_ms": 900.0}
+    dp = {"model": "deepseek-ai/DeepSeek-V2-Lite", "tp": 8, "dp": 8, "gpu_count": 8, "num_prompts": 160,
+          "ttft_median_ms": 900.0}
     rows = comparable_rows(_frame(dp | {"engine": "trtllm"}, dp | {"engine": "sglang"},
                                   dp | {"engine": "trtllm", "dp": None}))
-    assert rows["measured_tpot_s"].tolist() == pytest.approx([0.020] * 3)
+    assert len(rows) == 3 and rows["measured_tpot_s"].tolist() == pytest.approx([0.020] * 3)
     assert np.isnan(rows.loc[0, "measured_ttft_s"])
     assert rows.loc[1:, "measured_ttft_s"].tolist() == pytest.approx([0.9, 0.9])
 
@@ -247,7 +249,7 @@ def test_open_loop_rows_compare_what_the_load_can_state():
     assert rows.loc[0, "measured_throughput"] == 700.0 and math.isnan(rows.loc[0, "measured_ttft_s"])
     assert rows.loc[1, "measured_ttft_s"] == pytest.approx(0.090) and math.isnan(rows.loc[1, "measured_throughput"])
     assert math.isnan(rows.loc[2, "measured_ttft_s"]) and math.isnan(rows.loc[2, "measured_throughput"])
-    assert rows["measured_tpot_s"].tolist() == pytest.approx([0.020] * 3)   # TPOT always
+    assert len(rows) == 3 and rows["measured_tpot_s"].tolist() == pytest.approx([0.020] * 3)   # TPOT always
 
 
 def test_an_open_loop_under_a_client_cap_runs_at_most_that_many(monkeypatch):
