@@ -68,8 +68,8 @@ def money(x: float | None, digits: int = 2) -> str:
 
 
 def layout_name(p) -> str:
-    """A layout's stable name (what the URL keeps): GPU · TP × PP."""
-    return f"{p.gpu} · TP{p.tensor_parallel_size}×PP{p.pipeline_parallel_size}"
+    """A layout's stable name (what the URL keeps): GPU · TP × PP, and · DP attention where it runs so."""
+    return f"{p.gpu} · {p.layout}"
 
 
 def layout_caption(p) -> str:
@@ -105,7 +105,8 @@ def plans_frame(plans):
     :data:`calculators.planning.costs.COST_LABELS`."""
     import pandas as pd
     rows = [{"GPU": p.gpu, "TP": p.tensor_parallel_size, "PP": p.pipeline_parallel_size,
-             "EP": "yes" if p.expert_parallel else "", "replicas": p.replicas, "GPUs": p.total_gpus, "nodes": p.nodes,
+             "EP": "yes" if p.expert_parallel else "", "DP attention": "yes" if p.dp_attention else "",
+             "replicas": p.replicas, "GPUs": p.total_gpus, "nodes": p.nodes,
              "batch": p.batch_size, "TTFT p99 [ms]": _ms(p.ttft_p99_s), "TPOT [ms]": _ms(p.tpot_s),
              "tok/s per GPU": p.output_tokens_per_s_per_gpu, "tok/s per user": p.tokens_per_s_per_user,
              **{label: getattr(p, key) for key, label in COST_LABELS.items()}, "meets SLO": p.meets_slo,
@@ -118,7 +119,8 @@ def unfit_frame(plans):
     """The layouts that do not fit, with the reason."""
     import pandas as pd
     return pd.DataFrame([{"GPU": p.gpu, "TP": p.tensor_parallel_size, "PP": p.pipeline_parallel_size,
-                          "reason": p.message} for p in plans if not p.fits])
+                          "DP attention": "yes" if p.dp_attention else "", "reason": p.message}
+                         for p in plans if not p.fits])
 
 
 COLUMN_FORMATS = {"TTFT p99 [ms]": "%.0f", "TPOT [ms]": "%.1f", "tok/s per GPU": "%.0f", "tok/s per user": "%.1f",

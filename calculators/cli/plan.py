@@ -26,12 +26,12 @@ def cmd_plan(a: argparse.Namespace) -> int:
     plans = plan_fleet(model, gpus, w, quantization=a.quantization, kv_cache_dtype=a.kv_cache_dtype,
                        utilisation_cap=a.headroom, n_plus_one=a.n_plus_one, usd_per_gpu_hour=a.usd_per_gpu_hour,
                        max_pp=a.max_pipeline_parallel_size, max_model_len=a.max_model_len, sizing=sizing)
-    front = {(p.gpu, p.tensor_parallel_size, p.pipeline_parallel_size) for p in pareto_front(plans)}
+    front = {(p.gpu, p.layout) for p in pareto_front(plans)}
     doc = {"model": model.id, "workload": {k: v for k, v in vars(w).items()}, "summary": fleet_summary(model, plans),
            "sizing": sizing, "sizing_note": sizing_sentence(sizing), "cost_labels": COST_LABELS,
            "cost_split": "GPU time split between prefill (input tokens) and decode (output tokens) by their "
                          "shares of a request cycle",
-           "layouts": [{**p.as_dict(), "pareto": (p.gpu, p.tensor_parallel_size, p.pipeline_parallel_size) in front}
+           "layouts": [{**p.as_dict(), "pareto": (p.gpu, p.layout) in front}
                        for p in plans]}
     if a.quote:
         _write_quote(a, model, gpus, w, plans, sizing)
@@ -57,17 +57,17 @@ def _write_quote(a: argparse.Namespace, model, gpus: list, w: Workload, plans: l
 def _print_table(a: argparse.Namespace, model, w: Workload, plans: list[LayoutPlan], doc: dict) -> None:
     print(f"{a.model}: {w.request_rate_per_s:g} req/s, {w.input_len:g} in / {w.output_len:g} out — {doc['summary']}")
     print(doc["sizing_note"])
-    print(f"{'gpu':12s} {'TP':>3s} {'PP':>3s} {'batch':>6s} {'repl':>5s} {'GPUs':>5s} {'$/hour':>9s} {'$/month':>10s} "
+    print(f"{'gpu':12s} {'layout':22s} {'batch':>6s} {'repl':>5s} {'GPUs':>5s} {'$/hour':>9s} {'$/month':>10s} "
           f"{'$/1M out':>9s} {'TTFT p99':>9s} {'TPOT':>7s} {'tok/s/GPU':>9s}  SLO")
     for p in plans:
         if not p.fits:
-            print(f"{p.gpu:12s} {p.tensor_parallel_size:3d} {p.pipeline_parallel_size:3d}  {p.message}")
+            print(f"{p.gpu:12s} {p.layout:22s}  {p.message}")
             continue
         assert p.ttft_p99_s is not None and p.tpot_s is not None  # a fitting plan is always sized
         cost = "—" if p.usd_per_hour is None else f"{p.usd_per_hour:.2f}"
         month = "—" if p.usd_per_month is None else f"{p.usd_per_month:,.0f}"
         per_m = "—" if p.usd_per_million_output_tokens is None else f"{p.usd_per_million_output_tokens:.3f}"
-        print(f"{p.gpu:12s} {p.tensor_parallel_size:3d} {p.pipeline_parallel_size:3d} {p.batch_size:6d} "
+        print(f"{p.gpu:12s} {p.layout:22s} {p.batch_size:6d} "
               f"{p.replicas:5d} {p.total_gpus:5d} {cost:>9s} {month:>10s} {per_m:>9s} {p.ttft_p99_s * 1e3:7.0f}ms "
               f"{p.tpot_s * 1e3:5.1f}ms "
               f"{p.output_tokens_per_s_per_gpu:9.0f}  {'yes' if p.meets_slo else 'no: ' + p.message}")

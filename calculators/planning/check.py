@@ -18,13 +18,12 @@ import math
 from dataclasses import dataclass
 
 from calculators.perf.roofline import Efficiencies, Roofline
-from calculators.planning.fleet import LayoutPlan, Workload
+from calculators.planning.fleet import LayoutPlan, Workload, replica_capacity
 from calculators.planning.sizing import sized_model
 from calculators.sim.engine import simulate
 from calculators.sim.policies import ContinuousBatching
 from calculators.sim.workload import Fixed, LogNormal, Poisson, make_workload
 from calculators.specs.schema import GPUSpec, ModelSpec
-from calculators.vllm.capacity import vllm_capacity
 
 AGREEMENT = 0.15
 """Largest relative gap [fraction] at which the simulator and the plan are said to agree."""
@@ -89,20 +88,21 @@ def simulate_plan(model: ModelSpec, gpu: GPUSpec, plan: LayoutPlan, w: Workload,
     """Simulate one replica of a fitting ``plan`` at ``λ / replicas`` (the plan's own keyword arguments
     are accepted; those that do not change one replica are ignored)."""
     tp, pp = plan.tensor_parallel_size, plan.pipeline_parallel_size
-    cap = vllm_capacity(model, gpu=gpu, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=quantization,
-                        kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
-                        max_model_len=max_model_len, expert_parallel_size=tp if plan.expert_parallel else None)
+    pools, cap = replica_capacity(model, gpu, tp, pp, expert_parallel=plan.expert_parallel,
+                                  dp_attention=plan.dp_attention, quantization=quantization,
+                                  kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
+                                  max_model_len=max_model_len)
     budget = cap.settings.max_num_batched_tokens
     r = Roofline(model, gpu, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=quantization,
                  kv_cache_dtype=kv_cache_dtype, efficiencies=efficiencies or Efficiencies(),
-                 max_num_batched_tokens=budget)
+                 max_num_batched_tokens=budget, enable_dp_attention=plan.dp_attention)
     rate = w.request_rate_per_s / plan.replicas
     assert plan.e2e_latency_s is not None and plan.ttft_p99_s is not None and plan.tpot_s is not None
     duration = max(MIN_STEADY_REQUESTS / rate / (1 - WARMUP_SHARE), 40 * plan.e2e_latency_s)
     wl = make_workload(Poisson(rate), _lengths(w.input_len, w.input_len_p95),
                        _lengths(w.output_len, w.output_len_p95), duration_s=duration, seed=seed)
     policy = ContinuousBatching(max_num_seqs=plan.batch_size, max_num_batched_tokens=max(budget, plan.batch_size),
-                                num_blocks=int(cap.binding.num_blocks), block_size=int(cap.settings.block_size))
+                                num_blocks=pools * int(cap.binding.num_blocks), block_size=int(cap.settings.block_size))
     warmup = WARMUP_SHARE * duration
     res = simulate(sized_model(r, plan.sizing), wl, policy, duration_s=duration, warmup_s=warmup)
     return SimCheck(replica_rate_per_s=rate, duration_s=duration, warmup_s=warmup,

@@ -251,7 +251,7 @@ def plan_disaggregated(model: ModelSpec, gpu: GPUSpec, w: Workload, *, inter_nod
     kv = float(kv_bytes_per_request(model, w.input_len, kv_cache_dtype=kw.get("kv_cache_dtype", "auto")))
     out = DisaggPlan(gpu=gpu.id, fits=False, meets_slo=False, message="", kv_bytes_per_request=kv,
                      link_bytes_per_s=link_bw, link=link, transfer_s=float(kv_transfer_time_s(kv, link_bw)))
-    layouts = enumerate_layouts(model, [gpu], max_pp=1)
+    layouts = enumerate_layouts(model, [gpu], max_pp=1, dp_attention=False)
     pre = [p for p in (_prefill_pool(model, lay, w, out.transfer_s, utilisation_cap, kw) for lay in layouts) if p]
     dec = [d for d in (_decode_pool(model, lay, w, utilisation_cap, kw) for lay in layouts) if d]
     if not pre or not dec:

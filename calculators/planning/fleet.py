@@ -1,4 +1,5 @@
-"""Fleet planner: layouts (TP × PP, EP for MoE) per GPU type, replicas for a load under an SLO, cost.
+"""Fleet planner: layouts (TP × PP; for MoE, EP and data-parallel attention) per GPU type, replicas for a load
+under an SLO, cost.
 
 For each layout the chain is: memory fit (vLLM accounting) → KV capacity → every batch size up to
 the KV limit (vectorised) → TPOT and throughput from the performance model → replicas for the
@@ -33,8 +34,8 @@ from calculators.planning.queueing import batched_server_wait, max_arrival_rate_
 from calculators.planning.sizing import band_edges_s, sized_model
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive
-from calculators.vllm.capacity import vllm_capacity
-from calculators.vllm.concurrency import batch_limit
+from calculators.vllm.capacity import CapacityResult, vllm_capacity
+from calculators.vllm.concurrency import attention_ranks, batch_limit
 
 TP_SIZES = (1, 2, 4, 8, 16)
 PP_SIZES = (1, 2, 4)
@@ -75,12 +76,15 @@ class Workload:
 
 @dataclass(frozen=True)
 class Layout:
-    """One way to shard the model: a replica is ``tp × pp`` GPUs of one type."""
+    """One way to shard the model: a replica is ``tp × pp`` GPUs of one type; a MoE model's experts split
+    across the TP GPUs (``expert_parallel``), and its attention data-parallel across them (``dp_attention``,
+    docs/performance-model.md §3.7)."""
 
     gpu: GPUSpec
     tensor_parallel_size: int
     pipeline_parallel_size: int = 1
     expert_parallel: bool = False
+    dp_attention: bool = False
 
     @property
     def gpus_per_replica(self) -> int:
@@ -133,10 +137,29 @@ class LayoutPlan:
     max_model_len: int = 0
     compute_dtype: str = ""  # the dtype the timed figures' matmuls run in (the quantization's, else the checkpoint's)
     vllm_serve: str = ""
+    dp_attention: bool = False
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def layout(self) -> str:
+        """The layout's name: ``TP8×PP1``, and ``· DP attention`` where attention runs data-parallel."""
+        dp = " · DP attention" if self.dp_attention else ""
+        return f"TP{self.tensor_parallel_size}×PP{self.pipeline_parallel_size}{dp}"
+
+
+def replica_capacity(model: ModelSpec, gpu: GPUSpec, tensor_parallel_size: int, pipeline_parallel_size: int = 1, *,
+                     expert_parallel: bool = False, dp_attention: bool = False,
+                     **flags) -> tuple[int, CapacityResult]:
+    """The KV pools of one replica, ``(pools, one pool's vLLM capacity)``: one pool of the replica's TP size
+    (experts split across it with ``expert_parallel``), or with ``dp_attention`` one per GPU
+    (:func:`~calculators.vllm.concurrency.attention_ranks`). ``flags`` are :func:`vllm_capacity`'s."""
+    pools, layout = attention_ranks(model, tensor_parallel_size, dp_attention)
+    if pools == 1:
+        layout["expert_parallel_size"] = tensor_parallel_size if expert_parallel else None
+    return pools, vllm_capacity(model, gpu=gpu, pipeline_parallel_size=pipeline_parallel_size, **layout, **flags)
 
 
 def gpu_price(gpu: GPUSpec, override: float | None = None) -> tuple[float | None, str]:
@@ -152,8 +175,10 @@ def gpu_price(gpu: GPUSpec, override: float | None = None) -> tuple[float | None
     return value, f"median of {len(prices)} listed prices ({', '.join(sorted({p.provider for p in prices}))})"
 
 
-def enumerate_layouts(model: ModelSpec, gpus: list[GPUSpec], *, max_pp: int = 4) -> list[Layout]:
-    """TP within a scale-up domain (the heads must divide), PP across nodes, EP for MoE when TP > 1."""
+def enumerate_layouts(model: ModelSpec, gpus: list[GPUSpec], *, max_pp: int = 4,
+                      dp_attention: bool = True) -> list[Layout]:
+    """TP within a scale-up domain (the heads must divide), PP across nodes, EP for MoE when TP > 1; for MoE
+    without PP also attention data-parallel across the TP GPUs (unless ``dp_attention`` is False)."""
     out = []
     for g in gpus:
         for tp in TP_SIZES:
@@ -165,6 +190,8 @@ def enumerate_layouts(model: ModelSpec, gpus: list[GPUSpec], *, max_pp: int = 4)
                 continue
             for pp in (p for p in PP_SIZES if p <= max_pp and p <= model.num_hidden_layers):
                 out.append(Layout(g, tp, pp, expert_parallel=model.is_moe and tp > 1))
+            if dp_attention and model.is_moe and tp > 1:
+                out.append(Layout(g, tp, 1, expert_parallel=True, dp_attention=True))
     return out
 
 
@@ -237,10 +264,11 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     fraction("utilisation_cap", utilisation_cap)
     plan = LayoutPlan(gpu=g.id, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       expert_parallel=layout.expert_parallel, fits=False, meets_slo=False, message="",
-                      failure_domain_gpus=layout.gpus_per_replica, sizing=sizing)
-    cap = vllm_capacity(model, gpu=g, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=quantization,
-                        kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
-                        max_model_len=max_model_len, expert_parallel_size=tp if layout.expert_parallel else None)
+                      failure_domain_gpus=layout.gpus_per_replica, sizing=sizing, dp_attention=layout.dp_attention)
+    pools, cap = replica_capacity(model, g, tp, pp, expert_parallel=layout.expert_parallel,
+                                  dp_attention=layout.dp_attention, quantization=quantization,
+                                  kv_cache_dtype=kv_cache_dtype, gpu_memory_utilization=gpu_memory_utilization,
+                                  max_model_len=max_model_len)
     plan.max_model_len = cap.settings.max_model_len
     if max_model_len is None:
         plan.notes.append(f"max_model_len not set: the model's context, {plan.max_model_len:,} tokens, as vLLM "
@@ -248,15 +276,15 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     if not cap.fits:
         plan.message = cap.message
         return plan
-    limit = batch_limit(model, cap, w.longest_len)
-    plan.kv_cache_tokens, plan.kv_batch_limit = cap.kv_cache_tokens, limit
+    limit = pools * batch_limit(model, cap, w.longest_len)
+    plan.kv_cache_tokens, plan.kv_batch_limit = pools * cap.kv_cache_tokens, limit
     if limit < 1:
         plan.message = f"does not fit: the KV cache holds no request of {w.longest_len:,} tokens"
         return plan
     plan.fits = True
     r = Roofline(model, g, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=quantization,
                  kv_cache_dtype=kv_cache_dtype, efficiencies=efficiencies or Efficiencies(),
-                 max_num_batched_tokens=cap.settings.max_num_batched_tokens)
+                 max_num_batched_tokens=cap.settings.max_num_batched_tokens, enable_dp_attention=layout.dp_attention)
     plan.compute_dtype = r.dtype_used
     pm = sized_model(r, sizing)
     b = batch_candidates(int(limit))
@@ -276,7 +304,7 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     _fill(plan, layout, w, (r, pm), b[i], replicas[i], {k: float(v[i]) for k, v in m.items()}, factor)
     plan.usd_per_gpu_hour, plan.price_source = gpu_price(layout.gpu, usd_per_gpu_hour)
     _costs(plan, w)
-    plan.vllm_serve = vllm_serve_command(model.id, cap, plan.batch_size)
+    plan.vllm_serve = vllm_serve_command(model.id, cap, math.ceil(plan.batch_size / pools), data_parallel_size=pools)
     if not plan.meets_slo:
         plan.message = _shortfall(w, float(tpot_eff.min()), float(m["ttft_s"][0]))
     return plan
@@ -316,7 +344,8 @@ def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline,
     prompts_s = float(pm.prefill_time_s(w.input_len, batch))  # GPU time of a cycle's prompts vs its decode steps
     decode_s = w.output_len * float(pm.decode_step_time_s(batch, w.input_len + w.output_len / 2))
     plan.prefill_share = prompts_s / (prompts_s + decode_s)
-    plan.message = plan.message or (f"{replicas} × {layout.gpus_per_replica} {layout.gpu.id} at batch {int(batch)}")
+    dp = ", attention data-parallel" if layout.dp_attention else ""
+    plan.message = plan.message or f"{replicas} × {layout.gpus_per_replica} {layout.gpu.id}{dp} at batch {int(batch)}"
 
 
 def _costs(plan: LayoutPlan, w: Workload) -> None:
@@ -394,8 +423,7 @@ def fleet_summary(model: ModelSpec, plans: list[LayoutPlan]) -> str:
     best = next((p for p in plans if p.meets_slo), None)
     if best:
         cost = f", ${best.usd_per_hour:,.2f}/hour" if best.usd_per_hour is not None else ""
-        return (f"best: {best.replicas} replica(s) of TP{best.tensor_parallel_size}×PP{best.pipeline_parallel_size} "
-                f"on {best.gpu} = {best.total_gpus} GPUs{cost}")
+        return f"best: {best.replicas} replica(s) of {best.layout} on {best.gpu} = {best.total_gpus} GPUs{cost}"
     fitting = [p for p in plans if p.fits]
     if fitting:
         return f"no layout meets the SLO; closest: {fitting[0].gpu} TP{fitting[0].tensor_parallel_size} — " \

@@ -45,8 +45,9 @@ if TYPE_CHECKING:  # fpdf is imported where a PDF is made (it is slow to import)
 
 SCHEMA_VERSION = "llmcap-quote/1"
 #: Columns of the ranked table (JSON keys and CSV header), unit-suffixed.
-COLUMNS = ("gpu", "tensor_parallel_size", "pipeline_parallel_size", "expert_parallel", "replicas", "total_gpus",
-           "nodes", "batch_size", "ttft_p99_s", "tpot_s", "output_tokens_per_s_per_gpu", "tokens_per_s_per_user",
+COLUMNS = ("gpu", "tensor_parallel_size", "pipeline_parallel_size", "expert_parallel", "dp_attention", "replicas",
+           "total_gpus", "nodes", "batch_size", "ttft_p99_s", "tpot_s", "output_tokens_per_s_per_gpu",
+           "tokens_per_s_per_user",
            "usd_per_hour", "usd_per_month", "usd_per_year", "usd_per_million_input_tokens",
            "usd_per_million_output_tokens", "usd_per_million_tokens",
            "fits", "meets_slo", "failure_domain_gpus", "sizing", "tpot_band_low_s", "tpot_band_high_s",
@@ -184,7 +185,8 @@ def _cost_text(label: str, value: float | None) -> str:
 
 
 def _table_rows(doc: dict) -> list[list[str]]:
-    return [[str(r["rank"]), r["gpu"], f"TP{r['tensor_parallel_size']}×PP{r['pipeline_parallel_size']}",
+    return [[str(r["rank"]), r["gpu"], f"TP{r['tensor_parallel_size']}×PP{r['pipeline_parallel_size']}"
+             + (" · DP attention" if r["dp_attention"] else ""),
              str(r["replicas"]), str(r["total_gpus"]), str(r["batch_size"]), _ms(r["ttft_p99_s"]), _ms(r["tpot_s"]),
              _money(r["usd_per_hour"]), _money(r["usd_per_month"], 0), _money(r["usd_per_million_output_tokens"], 3),
              "yes" if r["meets_slo"] else "no"] for r in doc["alternatives"]]

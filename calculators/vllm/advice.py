@@ -87,8 +87,11 @@ def recommend_max_num_seqs(kv_max_num_seqs: int, slo_batch: int | None, knee_bat
                       + (" (the latency targets allow more)" if slo_batch is not None else "") + knee}
 
 
-def vllm_serve_command(model_id: str, result: CapacityResult, max_num_seqs: int | None = None) -> str:
-    """The ``vllm serve`` line for these settings (flags only where they differ from defaults).
+def vllm_serve_command(model_id: str, result: CapacityResult, max_num_seqs: int | None = None,
+                       data_parallel_size: int = 1) -> str:
+    """The ``vllm serve`` line for these settings (flags only where they differ from defaults); with a
+    ``data_parallel_size`` above 1, that many ranks of these settings (``--data-parallel-size``), each with its own
+    ``max_num_seqs``.
 
     A GGUF file is served by its path with the original model's tokenizer, as vLLM's GGUF guide shows
     (https://docs.vllm.ai/en/v0.8.2/features/quantization/gguf.html); the file name here is a placeholder.
@@ -102,6 +105,8 @@ def vllm_serve_command(model_id: str, result: CapacityResult, max_num_seqs: int 
         parts.append(f"--tensor-parallel-size {s.tensor_parallel_size}")
     if s.pipeline_parallel_size > 1:
         parts.append(f"--pipeline-parallel-size {s.pipeline_parallel_size}")
+    if data_parallel_size > 1:
+        parts.append(f"--data-parallel-size {data_parallel_size}")
     parts += [f"--gpu-memory-utilization {s.gpu_memory_utilization:g}", f"--max-model-len {s.max_model_len}"]
     if s.kv_cache_dtype != "auto":
         parts.append(f"--kv-cache-dtype {s.kv_cache_dtype}")

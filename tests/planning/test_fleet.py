@@ -35,6 +35,35 @@ def test_layouts_enumerated_within_a_node():
         (t, p) for t in (1, 2, 4, 8) for p in (1, 2, 4)}  # TP ≤ 8 GPUs per node; 64 heads divide
     moe = enumerate_layouts(get_model("Qwen/Qwen3-30B-A3B"), [get_gpu("H100")], max_pp=1)
     assert all(x.expert_parallel == (x.tensor_parallel_size > 1) for x in moe)
+    # a MoE model at TP > 1 also gets its attention data-parallel (no PP); a dense one never
+    assert sorted(x.tensor_parallel_size for x in moe if x.dp_attention) == [2, 4, 8]
+    assert not any(x.dp_attention for x in lay)
+    assert not any(x.dp_attention for x in enumerate_layouts(get_model("Qwen/Qwen3-30B-A3B"), [get_gpu("H100")],
+                                                                dp_attention=False))
+
+
+def test_a_data_parallel_attention_plan_counts_one_kv_pool_per_gpu_and_serves_with_dp_ranks():
+    """DeepSeek-R1 on 8 × H200 with attention data-parallel: vLLM runs 8 ranks of TP 1 with the experts split 8
+    ways (``--data-parallel-size 8 --enable-expert-parallel``), each with its own pool and its own
+    ``max_num_seqs``; the plan holds 8 times one rank's requests, and its TPOT is the DP roofline's at its batch."""
+    from calculators.perf.roofline import Roofline
+    from calculators.perf.serving import serving_metrics
+    from calculators.vllm.capacity import vllm_capacity
+    from calculators.vllm.concurrency import batch_limit
+    model, gpu = get_model("deepseek-ai/DeepSeek-R1"), get_gpu("H200-SXM")
+    w = Workload(request_rate_per_s=20, input_len=2000, output_len=1000, tpot_p99_s=0.08)
+    plan = plan_layout(model, Layout(gpu, 8, 1, expert_parallel=True, dp_attention=True), w, max_model_len=16_384)
+    rank = vllm_capacity(model, gpu=gpu, tensor_parallel_size=1, expert_parallel_size=8, max_model_len=16_384)
+    assert plan.fits and plan.dp_attention and plan.layout == "TP8×PP1 · DP attention"
+    assert plan.kv_batch_limit == 8 * batch_limit(model, rank, w.longest_len)
+    assert plan.kv_cache_tokens == 8 * rank.kv_cache_tokens
+    assert "--data-parallel-size 8" in plan.vllm_serve and "--enable-expert-parallel" in plan.vllm_serve
+    assert "--tensor-parallel-size" not in plan.vllm_serve
+    assert f"--max-num-seqs {-(-plan.batch_size // 8)}" in plan.vllm_serve
+    r = Roofline(model, gpu, tensor_parallel_size=8, enable_dp_attention=True,
+                 max_num_batched_tokens=rank.settings.max_num_batched_tokens)
+    assert plan.tpot_s == pytest.approx(float(serving_metrics(r, plan.batch_size, 2000, 1000)["tpot_s"]), rel=1e-9)
+    assert "attention data-parallel" in plan.message
 
 
 def test_nodes_pack_replicas():
