@@ -77,3 +77,21 @@ def test_chosen_layout_costs_bands_and_simulator(make_app):
     assert (frame[["plan [ms]", "simulator [ms]"]] > 0).all().all()
     assert any("simulator" in x.value for x in [*at.success, *at.warning])  # agrees, or which to trust
     assert at.checkbox(key="quote_alternatives").value is False
+
+
+def test_a_moe_fleet_ranks_data_parallel_attention_layouts_and_names_them(make_app):
+    """DeepSeek-R1 at 20 requests/s: the planner also sizes attention data-parallel across the 8 GPUs, and the
+    page shows the same first plan as ``plan_fleet``, with its layout named and chosen through the link."""
+    case = {"model": "deepseek-ai/DeepSeek-R1", "gpu": "H200-SXM", "in": "2000", "out": "1000", "rate": "20",
+            "ttft_ms": "3000", "tpot_ms": "80", "max_len": "16384"}
+    at = make_app(**case, fleet_gpus=["H200-SXM"], fleet_layout="H200-SXM · TP8×PP1 · DP attention")
+    at.switch_page("views/fleet.py").run(timeout=180)
+    assert not at.exception
+    w = Workload(request_rate_per_s=20, input_len=2000, output_len=1000, ttft_p99_s=3.0, tpot_p99_s=0.08)
+    best = plan_fleet(get_model(case["model"]), [get_gpu("H200-SXM")], w, efficiencies=Efficiencies(),
+                      max_model_len=16384)[0]
+    row = at.dataframe[0].value.iloc[0]
+    assert (row["GPU"], row["TP"], row["DP attention"], row["replicas"], row["batch"]) == (
+        best.gpu, best.tensor_parallel_size, "yes" if best.dp_attention else "", best.replicas, best.batch_size)
+    assert at.selectbox(key="fleet_layout").value == "H200-SXM · TP8×PP1 · DP attention"
+    assert any("--data-parallel-size 8" in c.value for c in at.code)
