@@ -25,6 +25,8 @@ def register(sub) -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="catalog id (Hugging Face repo id) or path to a config.json")
     p.add_argument("--gpu", required=True, help="GPU name or alias (e.g. H100)")
     p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
+    p.add_argument("--enable-dp-attention", action="store_true",
+                   help="MoE models: attention data-parallel across the tensor-parallel GPUs, one KV pool per GPU")
     p.add_argument("--request-rate", type=float, help="Poisson arrivals per second (not needed with --trace)")
     p.add_argument("--arrival-cv", type=float, help="bursty: gamma inter-arrival times with this CV (1 = Poisson)")
     p.add_argument("--input-len", type=float, help="mean prompt tokens")
@@ -76,14 +78,18 @@ def simulate_document(a: argparse.Namespace) -> dict:
     """Run the simulation the arguments describe and return the JSON document."""
     model, gpu = resolve_model(a.model), get_gpu(a.gpu)
     tp = a.tensor_parallel_size
+    pm = Roofline(model, gpu, tensor_parallel_size=tp, enable_dp_attention=a.enable_dp_attention)  # refuses early
     num_blocks, block_size = kv_blocks(model, gpu, tensor_parallel_size=tp, max_model_len=a.max_model_len,
-                                       gpu_memory_utilization=a.gpu_memory_utilization)
+                                       gpu_memory_utilization=a.gpu_memory_utilization,
+                                       enable_dp_attention=a.enable_dp_attention)
     if num_blocks <= 0:
         return {"fits": False, "message": "the model does not fit: no KV-cache blocks left"}
     tokens, seqs = serve_defaults(model, gpu, a.max_model_len, max_num_batched_tokens=a.max_num_batched_tokens,
                                   max_num_seqs=a.max_num_seqs)  # the flags given, else vllm serve's for the GPU
+    if a.enable_dp_attention and a.max_num_seqs is None:
+        seqs *= tp  # vLLM's max_num_seqs is each data-parallel rank's
     pm = Roofline(model, gpu, tensor_parallel_size=tp, max_num_batched_tokens=tokens,
-                  scheduler_recv_interval=a.scheduler_recv_interval)
+                  scheduler_recv_interval=a.scheduler_recv_interval, enable_dp_attention=a.enable_dp_attention)
     wl = _workload(a, a.max_model_len)
     pol: StaticBatching | ContinuousBatching
     if a.policy == "static":
@@ -100,7 +106,8 @@ def simulate_document(a: argparse.Namespace) -> dict:
     if not (0 <= warmup < a.duration_s):
         raise InvalidInputError("warmup_s", warmup, f"seconds in [0, --duration-s = {a.duration_s:g})")
     res = simulate(pm, wl, pol, duration_s=a.duration_s, slo=slo, warmup_s=warmup)
-    return {"fits": True, "model": model.id, "gpu": gpu.name, "tensor_parallel_size": tp, "num_blocks": num_blocks,
+    return {"fits": True, "model": model.id, "gpu": gpu.name, "tensor_parallel_size": tp,
+            "enable_dp_attention": a.enable_dp_attention, "num_blocks": num_blocks,
             "block_size": block_size, "max_num_seqs": seqs, "max_num_batched_tokens": tokens, "warmup_s": warmup,
             **res.summary()}
 
@@ -109,7 +116,8 @@ def _text(d: dict) -> str:
     if not d["fits"]:
         return d["message"]
     ms = lambda k: "—" if d.get(k) is None else f"{d[k] * 1e3:.1f}"  # noqa: E731
-    lines = [f"{d['model']} on {d['gpu']} (TP{d['tensor_parallel_size']}), {d['policy']} batching, "
+    dp = ", attention data-parallel" if d["enable_dp_attention"] else ""
+    lines = [f"{d['model']} on {d['gpu']} (TP{d['tensor_parallel_size']}{dp}), {d['policy']} batching, "
              f"KV cache {d['num_blocks']} blocks of {d['block_size']} tokens",
              f"max_num_seqs {d['max_num_seqs']}, max_num_batched_tokens {d['max_num_batched_tokens']}",
              f"steady-state statistics: the first {d['warmup_s']:g} s (warm-up) left out",

@@ -75,9 +75,12 @@ class SLO:
 
 
 def kv_blocks(model, gpu, *, tensor_parallel_size: int = 1, max_model_len: int | None = None,
-              **flags) -> tuple[int, int]:
-    """``(num_blocks, block_size)`` that vLLM would allocate, from :func:`calculators.vllm.capacity.vllm_capacity`."""
+              enable_dp_attention: bool = False, **flags) -> tuple[int, int]:
+    """``(num_blocks, block_size)`` that vLLM would allocate for one replica, from
+    :func:`calculators.vllm.capacity.vllm_capacity`; with data-parallel attention the blocks of its one pool per
+    GPU together (:func:`calculators.vllm.concurrency.attention_ranks`)."""
     from calculators.vllm.capacity import vllm_capacity
-    cap = vllm_capacity(model, gpu=gpu, tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len,
-                        **flags)
-    return int(cap.binding.num_blocks), int(cap.settings.block_size)
+    from calculators.vllm.concurrency import attention_ranks
+    pools, layout = attention_ranks(model, tensor_parallel_size, enable_dp_attention)
+    cap = vllm_capacity(model, gpu=gpu, max_model_len=max_model_len, **layout, **flags)
+    return pools * int(cap.binding.num_blocks), int(cap.settings.block_size)

@@ -325,6 +325,31 @@ def test_cli(capsys, tmp_path):
         a.func(a)
 
 
+def test_cli_simulate_runs_data_parallel_attention_with_one_kv_pool_per_gpu(capsys):
+    """``--enable-dp-attention``: the replica's blocks are its 8 pools' (vLLM's 8 data-parallel ranks of TP 1 with
+    the experts split 8 ways), its default ``max_num_seqs`` 8 ranks' worth, and the step times the DP roofline's."""
+    from calculators.cli.main import build_parser
+    from calculators.sim.policies import kv_blocks
+    from calculators.specs.catalog import get_gpu, get_model
+    from calculators.vllm.capacity import vllm_capacity
+    base = ["simulate", "--model", "deepseek-ai/DeepSeek-R1", "--gpu", "H200", "-tp", "8", "--request-rate", "2",
+            "--input-len", "1000", "--output-len", "100", "--length-dist", "fixed", "--duration-s", "20",
+            "--max-model-len", "8192", "--json"]
+    docs = {}
+    for dp in (False, True):
+        a = build_parser().parse_args([*base, *(["--enable-dp-attention"] if dp else [])])
+        assert a.func(a) == 0
+        docs[dp] = json.loads(capsys.readouterr().out)
+    rank = vllm_capacity(get_model("deepseek-ai/DeepSeek-R1"), gpu=get_gpu("H200"), tensor_parallel_size=1,
+                         expert_parallel_size=8, max_model_len=8192)
+    assert docs[True]["num_blocks"] == 8 * rank.binding.num_blocks
+    assert kv_blocks(get_model("deepseek-ai/DeepSeek-R1"), get_gpu("H200"), tensor_parallel_size=8,
+                     max_model_len=8192, enable_dp_attention=True)[0] == docs[True]["num_blocks"]
+    assert docs[True]["max_num_seqs"] == 8 * docs[False]["max_num_seqs"]
+    assert docs[True]["enable_dp_attention"] and not docs[False]["enable_dp_attention"]
+    assert docs[True]["tpot_p50_s"] != docs[False]["tpot_p50_s"]
+
+
 def test_cli_simulate_takes_sglangs_scheduler_recv_interval(capsys):
     from calculators.cli.main import build_parser
     base = ["simulate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--request-rate", "20",
