@@ -42,7 +42,9 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
          "sources": ["your input (sidebar: Workload & SLO)"]},
         {"title": "Batch", "formula": "B = the batch (max_num_seqs) with the fewest replicas whose TPOT ≤ target, "
                                       "≤ the KV-cache limit",
-         "substituted": f"B = {b} (KV limit {plan.kv_batch_limit:,} requests of {w.longest_len:,} tokens); "
+         "substituted": f"B = {b} (KV limit {plan.kv_batch_limit:,} requests of {w.longest_len:,} tokens"
+                        + (f", {plan.tensor_parallel_size} pools of one GPU each: attention data-parallel"
+                           if plan.dp_attention else "") + "); "
                         f"TPOT = {tpot_ms:.1f} ms (decode steps with the arriving prompts mixed in)"
                         + (f" ≤ {w.tpot_p99_s * 1e3:g} ms" if w.tpot_p99_s else ""),
          "sources": [f"KV limit: vLLM start-up accounting ({MEMORY_PAGE})",

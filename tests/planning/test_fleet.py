@@ -64,6 +64,10 @@ def test_a_data_parallel_attention_plan_counts_one_kv_pool_per_gpu_and_serves_wi
                  max_num_batched_tokens=rank.settings.max_num_batched_tokens)
     assert plan.tpot_s == pytest.approx(float(serving_metrics(r, plan.batch_size, 2000, 1000)["tpot_s"]), rel=1e-9)
     assert "attention data-parallel" in plan.message
+    from calculators.report.explain_fleet import math_chain
+    batch = next(step for step in math_chain(plan, w) if step["title"] == "Batch")
+    assert f"KV limit {plan.kv_batch_limit:,} requests" in batch["substituted"]
+    assert "8 pools of one GPU each" in batch["substituted"]
 
 
 def test_nodes_pack_replicas():
