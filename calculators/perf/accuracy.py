@@ -506,19 +506,20 @@ def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | 
     engine's name, so that every other engine shares one cached answer). With ``dp_attention`` each GPU keeps its
     own sequences' cache (:func:`~calculators.vllm.concurrency.attention_ranks`)."""
     model, gpu = get_model(model_id), get_gpu(gpu_id)
-    ranks, layout = attention_ranks(model, tp, dp_attention)
+    ranks = attention_ranks(model, tp, dp_attention)
 
     def pool(kv_cache_memory_bytes: int | None = None) -> CapacityResult:
-        return vllm_capacity(model, gpu=gpu, pipeline_parallel_size=pp, quantization=quantization,
-                             kv_cache_dtype=kv_dtype, max_model_len=context_tokens,
-                             kv_cache_memory_bytes=kv_cache_memory_bytes, **layout)
+        return vllm_capacity(model, gpu=gpu, tensor_parallel_size=ranks.tensor_parallel_size,
+                             pipeline_parallel_size=pp, quantization=quantization, kv_cache_dtype=kv_dtype,
+                             max_model_len=context_tokens, kv_cache_memory_bytes=kv_cache_memory_bytes,
+                             expert_parallel_size=ranks.expert_parallel_size)
 
     capacity = pool()
     if trtllm_pool:
         stage = capacity.binding
         free = gpu.memory_bytes - stage.weights_bytes - stage.activation.value - stage.non_torch.value
         capacity = pool(int(TRTLLM_FREE_GPU_MEMORY_FRACTION * free))
-    return ranks * batch_limit(model, capacity, float(context_tokens))
+    return ranks.pools * batch_limit(model, capacity, float(context_tokens))
 
 
 def ceiling_batch(pm: Roofline, engine: str, input_len: np.ndarray, output_len: np.ndarray,

@@ -156,10 +156,10 @@ def replica_capacity(model: ModelSpec, gpu: GPUSpec, tensor_parallel_size: int, 
     """The KV pools of one replica, ``(pools, one pool's vLLM capacity)``: one pool of the replica's TP size
     (experts split across it with ``expert_parallel``), or with ``dp_attention`` one per GPU
     (:func:`~calculators.vllm.concurrency.attention_ranks`). ``flags`` are :func:`vllm_capacity`'s."""
-    pools, layout = attention_ranks(model, tensor_parallel_size, dp_attention)
-    if pools == 1:
-        layout["expert_parallel_size"] = tensor_parallel_size if expert_parallel else None
-    return pools, vllm_capacity(model, gpu=gpu, pipeline_parallel_size=pipeline_parallel_size, **layout, **flags)
+    ranks = attention_ranks(model, tensor_parallel_size, dp_attention)
+    ep = ranks.expert_parallel_size or (tensor_parallel_size if expert_parallel else None)
+    return ranks.pools, vllm_capacity(model, gpu=gpu, tensor_parallel_size=ranks.tensor_parallel_size,
+                                      pipeline_parallel_size=pipeline_parallel_size, expert_parallel_size=ep, **flags)
 
 
 def gpu_price(gpu: GPUSpec, override: float | None = None) -> tuple[float | None, str]:

@@ -16,10 +16,12 @@ from calculators.vllm.concurrency import attention_ranks, batch_limit
 def kv_batch_limit(r: Roofline, context_tokens: int, **capacity_flags) -> int:
     """Largest batch of ``context_tokens``-token sequences the replica's KV pools hold (vLLM accounting; one
     pool per GPU with data-parallel attention, :func:`attention_ranks`)."""
-    pools, layout = attention_ranks(r.model, int(np.ravel(r.tensor_parallel_size)[0]), r.enable_dp_attention)
-    res = vllm_capacity(r.model, gpu=r.gpu, pipeline_parallel_size=r.pipeline_parallel_size,
-                        quantization=r.quantization, kv_cache_dtype=r.kv_cache_dtype, **layout, **capacity_flags)
-    return pools * batch_limit(r.model, res, context_tokens)
+    ranks = attention_ranks(r.model, int(np.ravel(r.tensor_parallel_size)[0]), r.enable_dp_attention)
+    res = vllm_capacity(r.model, gpu=r.gpu, tensor_parallel_size=ranks.tensor_parallel_size,
+                        pipeline_parallel_size=r.pipeline_parallel_size, quantization=r.quantization,
+                        kv_cache_dtype=r.kv_cache_dtype, expert_parallel_size=ranks.expert_parallel_size,
+                        **capacity_flags)
+    return ranks.pools * batch_limit(r.model, res, context_tokens)
 
 
 def _check_context(r: Roofline, tokens: float) -> None:

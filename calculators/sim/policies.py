@@ -81,6 +81,7 @@ def kv_blocks(model, gpu, *, tensor_parallel_size: int = 1, max_model_len: int |
     GPU together (:func:`calculators.vllm.concurrency.attention_ranks`)."""
     from calculators.vllm.capacity import vllm_capacity
     from calculators.vllm.concurrency import attention_ranks
-    pools, layout = attention_ranks(model, tensor_parallel_size, enable_dp_attention)
-    cap = vllm_capacity(model, gpu=gpu, max_model_len=max_model_len, **layout, **flags)
-    return pools * int(cap.binding.num_blocks), int(cap.settings.block_size)
+    ranks = attention_ranks(model, tensor_parallel_size, enable_dp_attention)
+    cap = vllm_capacity(model, gpu=gpu, tensor_parallel_size=ranks.tensor_parallel_size, max_model_len=max_model_len,
+                        expert_parallel_size=ranks.expert_parallel_size, **flags)
+    return ranks.pools * int(cap.binding.num_blocks), int(cap.settings.block_size)

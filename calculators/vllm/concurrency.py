@@ -8,7 +8,7 @@ windowed layers cap it), and the pool is the smallest pipeline stage's ``num_gpu
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -20,16 +20,24 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def attention_ranks(model: ModelSpec, tensor_parallel_size: int,
-                    enable_dp_attention: bool = False) -> tuple[int, dict[str, int | None]]:
-    """The KV pools of one replica of ``tensor_parallel_size`` GPUs, as ``(pools, flags of one pool)`` for
-    :func:`~calculators.vllm.capacity.vllm_capacity`: one pool of that TP size; with data-parallel attention
-    (MoE models only) one pool per GPU, each GPU holding attention whole and ``1/tp`` of the experts and
+class RankLayout(NamedTuple):
+    """The KV pools of one replica: ``pools`` alike, each of ``tensor_parallel_size`` GPUs with the experts split
+    ``expert_parallel_size`` ways (None: the caller's choice) — :func:`~calculators.vllm.capacity.vllm_capacity`'s
+    flags of one pool."""
+
+    pools: int
+    tensor_parallel_size: int
+    expert_parallel_size: int | None
+
+
+def attention_ranks(model: ModelSpec, tensor_parallel_size: int, enable_dp_attention: bool = False) -> RankLayout:
+    """The KV pools of one replica of ``tensor_parallel_size`` GPUs: one pool of that TP size; with data-parallel
+    attention (MoE models only) one pool per GPU, each GPU holding attention whole and ``1/tp`` of the experts and
     keeping the cache of its own sequences — vLLM's ``--data-parallel-size tp --enable-expert-parallel``, whose
     start-up log prints one such pool per rank. The replica holds ``pools`` times what one pool holds."""
     if not enable_dp_attention or tensor_parallel_size == 1:
-        return 1, {"tensor_parallel_size": tensor_parallel_size}
-    return tensor_parallel_size, {"tensor_parallel_size": 1, "expert_parallel_size": tensor_parallel_size}
+        return RankLayout(1, tensor_parallel_size, None)
+    return RankLayout(tensor_parallel_size, 1, tensor_parallel_size)
 
 
 def pool_blocks(result: CapacityResult) -> int:
