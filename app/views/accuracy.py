@@ -144,8 +144,8 @@ def _skipped(r: AccuracyReport) -> None:
 
 METHOD = f"""
 **Which rows.** A row of the public corpus is compared when the product can state the same run: neither
-prefill/decode disaggregated nor speculative decoding nor attention run data-parallel across the
-tensor-parallel GPUs (layouts the product does not state), a catalog model and GPU, stated parallelism and lengths, a
+prefill/decode disaggregated nor speculative decoding (which the product does not state), a catalog model and GPU,
+stated parallelism and lengths (attention data-parallel across the tensor-parallel GPUs where the run says so), a
 weight format the product has, and a load the product models. A closed-loop concurrency or a static batch gives
 TPOT, TTFT and throughput; an arrival rate (open loop) its TPOT, its TTFT if the run kept up with the offered
 rate and its throughput if it did not; an offline throughput ceiling its throughput, at the batch the engine

@@ -69,6 +69,11 @@ ASSUMPTIONS = (
     "GPU prices are indicative on-demand list prices (median of the catalog's entries) unless overridden.",
     "Replicas are independent (data parallel); a GPU failure takes down its replica (failure domain = TP × PP GPUs).",
 )
+DP_ATTENTION_ASSUMPTION = (
+    "Attention data-parallel: each GPU runs whole sequences with attention's weights whole and its own KV cache, "
+    "the experts split across the GPUs; step times as SGLang lays it out (dense layers and LM head tensor-"
+    "parallel), the KV cache as vLLM's data-parallel ranks allocate it (one pool per GPU); the busiest rank sets "
+    "the step.")
 
 
 def neutralise_cell(value: object) -> object:
@@ -146,7 +151,8 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
         "costs": cost_rows(plan) if fits and plan else [], "timing": _timing(plan, sizing) if fits and plan else [],
         "vllm_serve": serve_line(plan, model.id, name) if fits and plan else "",
         "math": math_chain(plan, w, utilisation_cap=utilisation_cap, n_plus_one=n_plus_one) if fits and plan else [],
-        "assumptions": list(ASSUMPTIONS), "sources": sources,
+        "assumptions": list(ASSUMPTIONS) + ([DP_ATTENTION_ASSUMPTION] if plan and plan.dp_attention else []),
+        "sources": sources,
         "alternatives": [r for r in ranked_rows(plans) if r["fits"]][:ALTERNATIVES_SHOWN] if include_alternatives
         else [],
     }

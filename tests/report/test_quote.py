@@ -192,3 +192,20 @@ def test_quote_states_the_coefficients_of_the_dtype_the_plan_ran_in(setup):
     attention = fit.reference.attention_compute_share
     assert (f"fp8 matmuls): compute efficiency {hopper:.2f} (× {share:.2f} for the fp8 matmuls, × {attention:.2f} "
             "for attention's)," in line)
+
+
+def test_a_data_parallel_attention_quote_names_the_layout_and_its_assumption():
+    """A DeepSeek-R1 quote whose chosen layout runs attention data-parallel says so in its table, its serve line
+    (vLLM's data-parallel ranks) and its assumptions; a tensor-parallel quote does not carry that assumption."""
+    from calculators.planning.fleet import Layout, plan_layout
+    from calculators.report.quote import DP_ATTENTION_ASSUMPTION
+    m, g = get_model("deepseek-ai/DeepSeek-R1"), get_gpu("H200-SXM")
+    w = Workload(request_rate_per_s=20, input_len=2000, output_len=1000, tpot_p99_s=0.08)
+    plans = [plan_layout(m, Layout(g, 8, 1, expert_parallel=True, dp_attention=dp), w, max_model_len=16_384)
+             for dp in (True, False)]
+    doc = quote_document(m, [g], w, plans, chosen=plans[0], include_alternatives=True)
+    assert DP_ATTENTION_ASSUMPTION in doc["assumptions"] and "--data-parallel-size 8" in doc["vllm_serve"]
+    page = quote_html(doc)
+    assert "TP8×PP1 · DP attention" in page
+    assert DP_ATTENTION_ASSUMPTION not in quote_document(m, [g], w, plans, chosen=plans[1])["assumptions"]
+    assert "dp_attention" in ranked_csv(plans).splitlines()[0]
