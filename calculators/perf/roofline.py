@@ -10,7 +10,9 @@ Decode at batch ``B`` and context ``C`` (docs/performance-model.md §3.1)::
             + TP all-reduce (2 per layer; ring 2(tp−1)/tp · bytes / link + latency) + fixed overhead
 
 With pipeline parallelism every figure is per stage, the ``m`` micro-batches of a step take
-``(m + pp − 1)`` stage times (bubble ``(pp − 1)/(pp − 1 + m)``) plus ``pp − 1`` hand-offs.
+``(m + pp − 1)`` stage times (bubble ``(pp − 1)/(pp − 1 + m)``) plus ``pp − 1`` hand-offs. With data-parallel
+attention (``enable_dp_attention``, §3.7) each GPU reads attention's weights whole and the KV cache of its own
+sequences, the all-reduces become an all-gather and a reduce-scatter, and the step waits for the busiest rank.
 Everything broadcasts over NumPy arrays of ``tensor_parallel_size``, batch and context.
 """
 from __future__ import annotations
