@@ -78,18 +78,17 @@ def simulate_document(a: argparse.Namespace) -> dict:
     """Run the simulation the arguments describe and return the JSON document."""
     model, gpu = resolve_model(a.model), get_gpu(a.gpu)
     tp = a.tensor_parallel_size
-    pm = Roofline(model, gpu, tensor_parallel_size=tp, enable_dp_attention=a.enable_dp_attention)  # refuses early
+    tokens, seqs = serve_defaults(model, gpu, a.max_model_len, max_num_batched_tokens=a.max_num_batched_tokens,
+                                  max_num_seqs=a.max_num_seqs)  # the flags given, else vllm serve's for the GPU
+    pm = Roofline(model, gpu, tensor_parallel_size=tp, max_num_batched_tokens=tokens,
+                  scheduler_recv_interval=a.scheduler_recv_interval, enable_dp_attention=a.enable_dp_attention)
     num_blocks, block_size = kv_blocks(model, gpu, tensor_parallel_size=tp, max_model_len=a.max_model_len,
                                        gpu_memory_utilization=a.gpu_memory_utilization,
                                        enable_dp_attention=a.enable_dp_attention)
     if num_blocks <= 0:
         return {"fits": False, "message": "the model does not fit: no KV-cache blocks left"}
-    tokens, seqs = serve_defaults(model, gpu, a.max_model_len, max_num_batched_tokens=a.max_num_batched_tokens,
-                                  max_num_seqs=a.max_num_seqs)  # the flags given, else vllm serve's for the GPU
     if a.enable_dp_attention and a.max_num_seqs is None:
         seqs *= tp  # vLLM's max_num_seqs is each data-parallel rank's
-    pm = Roofline(model, gpu, tensor_parallel_size=tp, max_num_batched_tokens=tokens,
-                  scheduler_recv_interval=a.scheduler_recv_interval, enable_dp_attention=a.enable_dp_attention)
     wl = _workload(a, a.max_model_len)
     pol: StaticBatching | ContinuousBatching
     if a.policy == "static":

@@ -385,7 +385,8 @@ TPOT_TARGETS_S = (0.020, 0.030, 0.050, 0.075, 0.100, 0.150)
 
 def cost_vs_tpot_target(model: ModelSpec, gpus: list[GPUSpec], w: Workload,
                         tpot_targets_s: tuple[float, ...] = TPOT_TARGETS_S, **kw) -> list[dict]:
-    """The cheapest TP-only layout per GPU type that meets each p99 TPOT target (the TTFT target kept).
+    """The cheapest layout without pipeline parallelism per GPU type that meets each p99 TPOT target (the TTFT
+    target kept); a MoE model's data-parallel attention layouts compete too.
 
     One row per (GPU, target) that some priced layout meets: ``gpu``, ``tpot_target_s``, ``gpus``,
     ``usd_per_million_output_tokens``, ``layout``. ``kw`` goes to :func:`plan_layout`.
@@ -398,7 +399,8 @@ def cost_vs_tpot_target(model: ModelSpec, gpus: list[GPUSpec], w: Workload,
             if best is not None and best.usd_per_million_output_tokens is not None:
                 rows.append({"gpu": g.id, "tpot_target_s": target, "gpus": best.total_gpus,
                              "usd_per_million_output_tokens": best.usd_per_million_output_tokens,
-                             "layout": f"{best.replicas} × TP{best.tensor_parallel_size}"})
+                             "layout": f"{best.replicas} × TP{best.tensor_parallel_size}"
+                                       + (" DP attention" if best.dp_attention else "")})
     return rows
 
 
