@@ -71,8 +71,8 @@ from calculators.perf.measurements import GPUS, measurements_frame
 from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS, Efficiencies, Roofline, model_compute_dtype
 from calculators.specs.catalog import get_gpu, get_model, load_models
 from calculators.specs.schema import GPUSpec, ModelSpec
-from calculators.vllm.capacity import CapacityResult, vllm_capacity
-from calculators.vllm.concurrency import attention_ranks, batch_limit
+from calculators.vllm.capacity import CapacityResult
+from calculators.vllm.concurrency import batch_limit, replica_capacity
 from calculators.vllm.versions import serve_defaults
 
 METRICS = ("tpot", "ttft", "throughput")
@@ -504,22 +504,20 @@ def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | 
     the whole memory less weights, activations and the rest), or with ``trtllm_pool`` TensorRT-LLM's,
     :data:`TRTLLM_FREE_GPU_MEMORY_FRACTION` of what the same weights, activations and rest leave (a flag, not the
     engine's name, so that every other engine shares one cached answer). With ``dp_attention`` each GPU keeps its
-    own sequences' cache (:func:`~calculators.vllm.concurrency.attention_ranks`)."""
+    own sequences' cache (:func:`~calculators.vllm.concurrency.replica_capacity`)."""
     model, gpu = get_model(model_id), get_gpu(gpu_id)
-    ranks = attention_ranks(model, tp, dp_attention)
 
-    def pool(kv_cache_memory_bytes: int | None = None) -> CapacityResult:
-        return vllm_capacity(model, gpu=gpu, tensor_parallel_size=ranks.tensor_parallel_size,
-                             pipeline_parallel_size=pp, quantization=quantization, kv_cache_dtype=kv_dtype,
-                             max_model_len=context_tokens, kv_cache_memory_bytes=kv_cache_memory_bytes,
-                             expert_parallel_size=ranks.expert_parallel_size)
+    def pool(kv_cache_memory_bytes: int | None = None) -> tuple[int, CapacityResult]:
+        return replica_capacity(model, gpu, tp, pp, dp_attention=dp_attention, quantization=quantization,
+                                kv_cache_dtype=kv_dtype, max_model_len=context_tokens,
+                                kv_cache_memory_bytes=kv_cache_memory_bytes)
 
-    capacity = pool()
+    pools, capacity = pool()
     if trtllm_pool:
         stage = capacity.binding
         free = gpu.memory_bytes - stage.weights_bytes - stage.activation.value - stage.non_torch.value
-        capacity = pool(int(TRTLLM_FREE_GPU_MEMORY_FRACTION * free))
-    return ranks.pools * batch_limit(model, capacity, float(context_tokens))
+        pools, capacity = pool(int(TRTLLM_FREE_GPU_MEMORY_FRACTION * free))
+    return pools * batch_limit(model, capacity, float(context_tokens))
 
 
 def ceiling_batch(pm: Roofline, engine: str, input_len: np.ndarray, output_len: np.ndarray,

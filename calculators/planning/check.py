@@ -18,12 +18,13 @@ import math
 from dataclasses import dataclass
 
 from calculators.perf.roofline import Efficiencies, Roofline
-from calculators.planning.fleet import LayoutPlan, Workload, replica_capacity
+from calculators.planning.fleet import LayoutPlan, Workload
 from calculators.planning.sizing import sized_model
 from calculators.sim.engine import simulate
 from calculators.sim.policies import ContinuousBatching
 from calculators.sim.workload import Fixed, LogNormal, Poisson, make_workload
 from calculators.specs.schema import GPUSpec, ModelSpec
+from calculators.vllm.concurrency import replica_capacity
 
 AGREEMENT = 0.15
 """Largest relative gap [fraction] at which the simulator and the plan are said to agree."""

@@ -34,8 +34,7 @@ from calculators.planning.queueing import batched_server_wait, max_arrival_rate_
 from calculators.planning.sizing import band_edges_s, sized_model
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive
-from calculators.vllm.capacity import CapacityResult, vllm_capacity
-from calculators.vllm.concurrency import attention_ranks, batch_limit
+from calculators.vllm.concurrency import batch_limit, replica_capacity
 
 TP_SIZES = (1, 2, 4, 8, 16)
 PP_SIZES = (1, 2, 4)
@@ -148,18 +147,6 @@ class LayoutPlan:
         """The layout's name: ``TP8×PP1``, and ``· DP attention`` where attention runs data-parallel."""
         dp = " · DP attention" if self.dp_attention else ""
         return f"TP{self.tensor_parallel_size}×PP{self.pipeline_parallel_size}{dp}"
-
-
-def replica_capacity(model: ModelSpec, gpu: GPUSpec, tensor_parallel_size: int, pipeline_parallel_size: int = 1, *,
-                     expert_parallel: bool = False, dp_attention: bool = False,
-                     **flags) -> tuple[int, CapacityResult]:
-    """The KV pools of one replica, ``(pools, one pool's vLLM capacity)``: one pool of the replica's TP size
-    (experts split across it with ``expert_parallel``), or with ``dp_attention`` one per GPU
-    (:func:`~calculators.vllm.concurrency.attention_ranks`). ``flags`` are :func:`vllm_capacity`'s."""
-    ranks = attention_ranks(model, tensor_parallel_size, dp_attention)
-    ep = ranks.expert_parallel_size or (tensor_parallel_size if expert_parallel else None)
-    return ranks.pools, vllm_capacity(model, gpu=gpu, tensor_parallel_size=ranks.tensor_parallel_size,
-                                      pipeline_parallel_size=pipeline_parallel_size, expert_parallel_size=ep, **flags)
 
 
 def gpu_price(gpu: GPUSpec, override: float | None = None) -> tuple[float | None, str]:

@@ -9,19 +9,16 @@ from calculators.errors import InvalidInputError
 from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_batch, slo_batch
 from calculators.perf.roofline import Roofline, crossover_batch_size, ridge_point
 from calculators.perf.serving import open_loop_metrics, serving_metrics, static_batch_metrics
-from calculators.vllm.capacity import vllm_capacity
-from calculators.vllm.concurrency import attention_ranks, batch_limit
+from calculators.vllm.concurrency import batch_limit, replica_capacity
 
 
 def kv_batch_limit(r: Roofline, context_tokens: int, **capacity_flags) -> int:
     """Largest batch of ``context_tokens``-token sequences the replica's KV pools hold (vLLM accounting; one
-    pool per GPU with data-parallel attention, :func:`attention_ranks`)."""
-    ranks = attention_ranks(r.model, int(np.ravel(r.tensor_parallel_size)[0]), r.enable_dp_attention)
-    res = vllm_capacity(r.model, gpu=r.gpu, tensor_parallel_size=ranks.tensor_parallel_size,
-                        pipeline_parallel_size=r.pipeline_parallel_size, quantization=r.quantization,
-                        kv_cache_dtype=r.kv_cache_dtype, expert_parallel_size=ranks.expert_parallel_size,
-                        **capacity_flags)
-    return ranks.pools * batch_limit(r.model, res, context_tokens)
+    pool per GPU with data-parallel attention, :func:`replica_capacity`)."""
+    pools, res = replica_capacity(r.model, r.gpu, int(np.ravel(r.tensor_parallel_size)[0]), r.pipeline_parallel_size,
+                                  dp_attention=r.enable_dp_attention, quantization=r.quantization,
+                                  kv_cache_dtype=r.kv_cache_dtype, **capacity_flags)
+    return pools * batch_limit(r.model, res, context_tokens)
 
 
 def _check_context(r: Roofline, tokens: float) -> None:

@@ -78,10 +78,8 @@ def kv_blocks(model, gpu, *, tensor_parallel_size: int = 1, max_model_len: int |
               enable_dp_attention: bool = False, **flags) -> tuple[int, int]:
     """``(num_blocks, block_size)`` that vLLM would allocate for one replica, from
     :func:`calculators.vllm.capacity.vllm_capacity`; with data-parallel attention the blocks of its one pool per
-    GPU together (:func:`calculators.vllm.concurrency.attention_ranks`)."""
-    from calculators.vllm.capacity import vllm_capacity
-    from calculators.vllm.concurrency import attention_ranks
-    ranks = attention_ranks(model, tensor_parallel_size, enable_dp_attention)
-    cap = vllm_capacity(model, gpu=gpu, tensor_parallel_size=ranks.tensor_parallel_size, max_model_len=max_model_len,
-                        expert_parallel_size=ranks.expert_parallel_size, **flags)
-    return ranks.pools * int(cap.binding.num_blocks), int(cap.settings.block_size)
+    GPU together (:func:`calculators.vllm.concurrency.replica_capacity`)."""
+    from calculators.vllm.concurrency import replica_capacity
+    pools, cap = replica_capacity(model, gpu, tensor_parallel_size, dp_attention=enable_dp_attention,
+                                  max_model_len=max_model_len, **flags)
+    return pools * int(cap.binding.num_blocks), int(cap.settings.block_size)

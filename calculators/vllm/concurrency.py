@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from calculators.specs.schema import ModelSpec
-from calculators.vllm.capacity import CapacityResult, request_blocks
+from calculators.specs.schema import GPUSpec, ModelSpec
+from calculators.vllm.capacity import CapacityResult, request_blocks, vllm_capacity
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,6 +38,18 @@ def attention_ranks(model: ModelSpec, tensor_parallel_size: int, enable_dp_atten
     if not enable_dp_attention or tensor_parallel_size == 1:
         return RankLayout(1, tensor_parallel_size, None)
     return RankLayout(tensor_parallel_size, 1, tensor_parallel_size)
+
+
+def replica_capacity(model: ModelSpec, gpu: GPUSpec, tensor_parallel_size: int, pipeline_parallel_size: int = 1, *,
+                     expert_parallel: bool = False, dp_attention: bool = False,
+                     **flags) -> tuple[int, CapacityResult]:
+    """The KV pools of one replica, ``(pools, one pool's vLLM capacity)``: one pool of the replica's TP size
+    (experts split across it with ``expert_parallel``), or with ``dp_attention`` one per GPU
+    (:func:`attention_ranks`). ``flags`` are :func:`~calculators.vllm.capacity.vllm_capacity`'s."""
+    ranks = attention_ranks(model, tensor_parallel_size, dp_attention)
+    ep = ranks.expert_parallel_size or (tensor_parallel_size if expert_parallel else None)
+    return ranks.pools, vllm_capacity(model, gpu=gpu, tensor_parallel_size=ranks.tensor_parallel_size,
+                                      pipeline_parallel_size=pipeline_parallel_size, expert_parallel_size=ep, **flags)
 
 
 def pool_blocks(result: CapacityResult) -> int:
