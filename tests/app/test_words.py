@@ -29,7 +29,7 @@ def _texts(at) -> list[str]:
     for d in at.dataframe:
         frame = d.value
         out += [str(c) for c in frame.columns]
-        out += [str(v) for v in frame.select_dtypes(include="object").to_numpy().ravel()]
+        out += [str(v) for v in frame.select_dtypes(include=["object", "str"]).to_numpy().ravel()]
     return out
 
 
