@@ -437,7 +437,9 @@ CLI_STRINGS = {"capacity": {"--dtype": ["auto", "bfloat16", "x"], "--quantizatio
                "plan": {"--quantization": ["fp8", "bogus"], "--kv-cache-dtype": ["fp8", "x"]},
                "simulate": {"--length-dist": ["lognormal", "fixed", "trace", "x"], "--policy": ["continuous", "static"],
                             "--trace": ["/nonexistent.csv", "/etc/passwd"]}}
-CLI_SWITCHES = {"capacity": ["--enable-expert-parallel", "--enforce-eager"], "plan": ["--n-plus-one"]}
+CLI_SWITCHES = {"capacity": ["--enable-expert-parallel", "--enforce-eager"], "plan": ["--n-plus-one"],
+                "perf": ["--enable-dp-attention"], "knee": ["--enable-dp-attention"],
+                "simulate": ["--enable-dp-attention"]}
 
 
 @st.composite
