@@ -420,7 +420,7 @@ def _software_s(c: Coefficients, e: Efficiencies, sequences: np.ndarray) -> np.n
     return e.step_overhead_s + busiest * e.sequence_overhead_s
 
 
-def attention_imbalance(c: Coefficients, sequences: ArrayLike) -> np.ndarray:
+def _attention_imbalance(c: Coefficients, sequences: ArrayLike) -> np.ndarray:
     """How many times its even share of a pass's attention work the busiest GPU does [×]: 1 under tensor
     parallelism (every GPU runs its heads of every sequence); with data-parallel attention ``tp / min(n, tp)`` for
     ``n`` decoding sequences, or prompts prefilled together, as a rank runs whole sequences and the step waits for
@@ -488,7 +488,7 @@ def decode_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayL
     attn_flop = b * (c.attn_full_flop_per_token_ctx * ctx + c.attn_window_flop_per_token_ctx * win)
     flop = b * c.linear_flop_per_token + attn_flop
     linear_s = _linear_compute_s(c, e, b * c.linear_flop_per_token, b)
-    busiest = attention_imbalance(c, b)
+    busiest = _attention_imbalance(c, b)
     attention_s = _attention_compute_s(c, e, attn_flop) * busiest
     weights_s, kv_s = _weights_s(c, e, b), _attention_read_s(c, e, kv_read, ctx) * busiest
     compute_s, memory_s = linear_s + attention_s, weights_s + kv_s
@@ -527,7 +527,7 @@ def mixed_terms(c: Coefficients, e: Efficiencies, batch: ArrayLike, ctx: ArrayLi
     written = (c.kv_full_bytes_per_token + c.kv_window_bytes_per_token) * p  # prompt KV written, as in prefill
     kv_read = b * (c.kv_full_bytes_per_token * ctx + c.kv_window_bytes_per_token * win)
     # the decodes' attention waits for the busiest rank; arriving prompts are spread over the ranks (§3.7)
-    busiest = attention_imbalance(c, b)
+    busiest = _attention_imbalance(c, b)
     attn_flop = (busiest * b * (c.attn_full_flop_per_token_ctx * ctx + c.attn_window_flop_per_token_ctx * win)
                  + p * (c.attn_prefill_full_flop_per_token_ctx * half
                         + c.attn_prefill_window_flop_per_token_ctx * half_win))
@@ -567,7 +567,7 @@ def prefill_terms(c: Coefficients, e: Efficiencies, prompt: ArrayLike, prompts: 
     skip_head = tokens - _logit_rows(tokens, n + chunks - 1)  # a chunk boundary splits at most one prompt
     linear_flop = tokens * c.linear_flop_per_token - skip_head * c.lm_head_flop_per_token
     linear_s = _linear_compute_s(c, e, linear_flop, tokens)
-    attention_s = _attention_compute_s(c, e, attn_flop) * attention_imbalance(c, n / chunks)
+    attention_s = _attention_compute_s(c, e, attn_flop) * _attention_imbalance(c, n / chunks)
     weights_s, kv_s = chunks * _weights_s(c, e, tokens / chunks), written / (c.bandwidth_bytes_per_s * e.memory)
     compute_s, memory_s = linear_s + attention_s, weights_s + kv_s
     per_chunk = (_allreduce_s(c, e, tokens / chunks) + _layers_s(c, e) + _eager_prefill_s(c, e, tokens)

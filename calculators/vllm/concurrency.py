@@ -30,11 +30,12 @@ class RankLayout(NamedTuple):
     expert_parallel_size: int | None
 
 
-def attention_ranks(model: ModelSpec, tensor_parallel_size: int, enable_dp_attention: bool = False) -> RankLayout:
+def attention_ranks(tensor_parallel_size: int, enable_dp_attention: bool = False) -> RankLayout:
     """The KV pools of one replica of ``tensor_parallel_size`` GPUs: one pool of that TP size; with data-parallel
-    attention (MoE models only) one pool per GPU, each GPU holding attention whole and ``1/tp`` of the experts and
-    keeping the cache of its own sequences — vLLM's ``--data-parallel-size tp --enable-expert-parallel``, whose
-    start-up log prints one such pool per rank. The replica holds ``pools`` times what one pool holds."""
+    attention (MoE models only; the roofline refuses it for a dense one) one pool per GPU, each GPU holding
+    attention whole and ``1/tp`` of the experts and keeping the cache of its own sequences — vLLM's
+    ``--data-parallel-size tp --enable-expert-parallel``, whose start-up log prints one such pool per rank. The
+    replica holds ``pools`` times what one pool holds."""
     if not enable_dp_attention or tensor_parallel_size == 1:
         return RankLayout(1, tensor_parallel_size, None)
     return RankLayout(tensor_parallel_size, 1, tensor_parallel_size)
@@ -46,7 +47,7 @@ def replica_capacity(model: ModelSpec, gpu: GPUSpec, tensor_parallel_size: int, 
     """The KV pools of one replica, ``(pools, one pool's vLLM capacity)``: one pool of the replica's TP size
     (experts split across it with ``expert_parallel``), or with ``dp_attention`` one per GPU
     (:func:`attention_ranks`). ``flags`` are :func:`~calculators.vllm.capacity.vllm_capacity`'s."""
-    ranks = attention_ranks(model, tensor_parallel_size, dp_attention)
+    ranks = attention_ranks(tensor_parallel_size, dp_attention)
     ep = ranks.expert_parallel_size or (tensor_parallel_size if expert_parallel else None)
     return ranks.pools, vllm_capacity(model, gpu=gpu, tensor_parallel_size=ranks.tensor_parallel_size,
                                       pipeline_parallel_size=pipeline_parallel_size, expert_parallel_size=ep, **flags)

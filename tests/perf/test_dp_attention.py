@@ -76,8 +76,8 @@ def test_the_step_waits_for_the_busiest_attention_rank():
 def test_the_replica_holds_one_pool_per_gpu():
     """vLLM's ``--data-parallel-size 8 --enable-expert-parallel`` starts 8 engines of TP 1, each with attention
     whole and 32 of the 256 experts, each with its own pool: the replica holds 8 times one rank's sequences."""
-    assert attention_ranks(V3, 8, True) == (8, 1, 8)   # pools, TP of a pool, EP of a pool
-    assert attention_ranks(V3, 8, False) == (1, 8, None)
+    assert attention_ranks(8, True) == (8, 1, 8)   # pools, TP of a pool, EP of a pool
+    assert attention_ranks(8, False) == (1, 8, None)
     rank = vllm_capacity(V3, gpu=H200, tensor_parallel_size=1, expert_parallel_size=8, max_model_len=8_192)
     r = Roofline(V3, H200, tensor_parallel_size=8, enable_dp_attention=True)
     assert kv_batch_limit(r, 2_000, max_model_len=8_192) == 8 * batch_limit(V3, rank, 2_000)
