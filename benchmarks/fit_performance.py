@@ -5,10 +5,10 @@
 
 What is fitted (docs/performance-model.md §4): the reference set of :class:`~calculators.perf.roofline.Efficiencies`
 (the experts' and attention's compute shares among them) and the 8- and 4-bit compute shares (18 numbers); per GPU
-family a compute and a memory efficiency, a factor on the GPU-side per-layer costs and its own 8-bit compute
-share; a factor on the software costs per engine generation — 50 numbers on the 17 sources with comparable rows
-(21 in the corpus), the per-family and per-engine ones drawn towards the reference by a Gaussian prior so that a
-family or engine seen in one source moves only as far as its rows insist (``--engine-sd``: the prior's width on the engine-generation
+family a compute and a memory efficiency and a factor on the GPU-side per-layer costs; a factor on the software
+costs per engine generation — 44 numbers on the 17 sources with comparable rows (21 in the corpus), the
+per-family and per-engine ones drawn towards the reference by a Gaussian prior so that a family or engine seen in
+one source moves only as far as its rows insist (``--engine-sd``: the prior's width on the engine-generation
 factors; a narrower one leaves fewer free parameters in effect, and is kept only if it predicts left-out sources
 better). The loss is a robust (Cauchy, scale 0.3) sum of the log-ratios
 ``ln(measured / predicted)`` of TPOT, TTFT (half weight) and output tokens/s per GPU over every comparable row, each
@@ -70,31 +70,28 @@ def _from(transform: str, x: float) -> float:
 
 
 class Space:
-    """θ ↔ Profile: the reference (18), per-family memory and compute logit offsets, GPU-side cost log-factors and
-    8-bit share logit offsets, engine log-factors."""
+    """θ ↔ Profile: the reference (18), per-family memory and compute logit offsets and GPU-side cost
+    log-factors, engine log-factors."""
 
     def __init__(self, families: list[str], engine_sd: float = ENGINE_SD, moe_sd: float | None = None) -> None:
         self.families = families
         self.names = ([n for n, *_ in REFERENCE] + [f"family:{f}" for f in families]
                       + [f"compute:{f}" for f in families] + [f"overhead:{f}" for f in families]
-                      + [f"fp8:{f}" for f in families] + [f"engine:{e}" for e in ENGINES])
+                      + [f"engine:{e}" for e in ENGINES])
         self.mean = np.array([_to(t, v) for _, t, v, _ in REFERENCE] + [0.0] * (len(self.names) - len(REFERENCE)))
         reference_sd = [moe_sd if moe_sd is not None and n == "moe_expert_efficiency" else sd
                         for n, _, _, sd in REFERENCE]
-        self.sd = np.array(reference_sd + [FAMILY_SD] * 4 * len(families)
+        self.sd = np.array(reference_sd + [FAMILY_SD] * 3 * len(families)
                            + [engine_sd] * len(ENGINES))
 
     def profile(self, theta: np.ndarray) -> Profile:
         ref = {n: _from(t, theta[i]) for i, (n, t, _, _) in enumerate(REFERENCE)}
         k = len(REFERENCE)
         n = len(self.families)
-        fp8 = next(i for i, (name, *_) in enumerate(REFERENCE) if name == "fp8_compute_share")
         fam = {f: {"compute": _from("logit", theta[0] + theta[k + n + j]),
                    "memory": _from("logit", theta[1] + theta[k + j]),
-                   "overhead_factor": float(np.exp(theta[k + 2 * n + j])),
-                   "fp8_compute_share": _from("logit", theta[fp8] + theta[k + 3 * n + j])}
-               for j, f in enumerate(self.families)}
-        k += 4 * n
+                   "overhead_factor": float(np.exp(theta[k + 2 * n + j]))} for j, f in enumerate(self.families)}
+        k += 3 * n
         eng = {e: {"overhead_factor": float(np.exp(theta[k + j]))} for j, e in enumerate(ENGINES)}
         return Profile.model_validate({"reference": ref, "family": fam, "engine": eng})
 

@@ -92,19 +92,15 @@ class ReferenceSet(BaseModel):
 
 
 class FamilyEntry(BaseModel):
-    """Compute and memory efficiency of one GPU family (e.g. ``"AMD CDNA3"``), its own share of the 16-bit compute
-    efficiency that 8-bit matmuls reach (None: the reference's), and a factor on the per-layer costs its GPUs run
-    themselves (:data:`GPU_SIDE_COSTS`): the short kernels between the matmuls of a captured decode step run at the
-    family's clocks and kernel-launch latency, with its kernel library."""
+    """Compute and memory efficiency of one GPU family (e.g. ``"AMD CDNA3"``), and a factor on the per-layer
+    costs its GPUs run themselves (:data:`GPU_SIDE_COSTS`): the short kernels between the matmuls of a captured
+    decode step run at the family's clocks and kernel-launch latency, with its kernel library."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     compute: Efficiency
     memory: Efficiency
     overhead_factor: Annotated[float, AfterValidator(_factor)] = 1.0
-    fp8_compute_share: Efficiency | None = Field(None, description="8-bit (FP8, INT8) matmuls' share of the "
-                                                 "family's 16-bit compute efficiency, of the 8-bit peak: each "
-                                                 "family's block-scaled 8-bit GEMMs come from its own kernel library")
 
 
 class FactorEntry(BaseModel):
@@ -226,16 +222,14 @@ def resolved(profile: Profile, vendor: str, architecture: str, engine: str,
              compute_dtype: str = "bf16") -> dict[str, float]:
     """The efficiencies and costs for one GPU, engine and compute dtype: the family's efficiencies where it has
     an entry, the dtype's share of the compute efficiency for 8- and 4-bit matmuls as ``compute_dtype_share``
-    (they reach less of their doubled and quadrupled peaks than 16-bit ones reach of theirs; 1 for 16-bit; the
-    family's own 8-bit share where it has one), the software costs times the engine's factor, and the GPU-side
-    ones times the family's too (docs/performance-model.md §4)."""
+    (they reach less of their doubled and quadrupled peaks than 16-bit ones reach of theirs; 1 for 16-bit), the
+    software costs times the engine's factor, and the GPU-side ones times the family's too
+    (docs/performance-model.md §4)."""
     ref = profile.reference.model_dump()
     shares = {key: ref.pop(key) for key in set(COMPUTE_SHARES.values())}
     fam = profile.family.get(gpu_family(vendor, architecture))
     if fam is not None:
         ref["compute"], ref["memory"] = fam.compute, fam.memory
-        if fam.fp8_compute_share is not None:
-            shares["fp8_compute_share"] = fam.fp8_compute_share
     ref["compute_dtype_share"] = shares.get(COMPUTE_SHARES.get(compute_dtype, ""), 1.0)
     factor = eng.overhead_factor if (eng := profile.engine.get(engine)) is not None else 1.0
     gpu_side = fam.overhead_factor if fam is not None else 1.0

@@ -117,8 +117,7 @@ PROFILE = Profile.model_validate({
                   "prefill_moe_layer_overhead_s": 0.0, "fp8_compute_share": 0.8,
                   "fp4_compute_share": 0.5},
     "family": {"AMD CDNA3": {"compute": 0.5, "memory": 0.4}, "AMD CDNA4": {"compute": 0.5, "memory": 0.6,
-                                                                       "overhead_factor": 0.25},
-               "NVIDIA Blackwell": {"compute": 0.5, "memory": 0.8, "fp8_compute_share": 0.4}},
+                                                                       "overhead_factor": 0.25}},
     "engine": {"sglang": {"overhead_factor": 0.5}}})
 
 
@@ -141,13 +140,10 @@ def test_family_and_engine_entries_resolve_by_hand():
 
 
 def test_narrow_matmuls_take_their_share_of_the_compute_efficiency():
-    """8-bit matmuls reach 0.8 × (0.4 × on a family with its own 8-bit share) and 4-bit ones 0.5 × the family's
-    16-bit share of their own (higher) peaks; the family's compute efficiency itself stays the 16-bit one, which
-    attention's matmuls use."""
+    """8-bit matmuls reach 0.8 × and 4-bit ones 0.5 × the family's 16-bit share of their own (higher) peaks; the
+    family's compute efficiency itself stays the 16-bit one, which attention's matmuls use."""
     for args, share in ((("AMD", "CDNA 3", "sglang", "fp8"), 0.8), (("AMD", "CDNA 3", "sglang", "int8"), 0.8),
                         (("NVIDIA", "Blackwell", "vllm-v1", "fp4"), 0.5),
-                        (("NVIDIA", "Blackwell", "vllm-v1", "fp8"), 0.4),   # the family's own 8-bit share
-                        (("NVIDIA", "Blackwell", "vllm-v1", "int8"), 0.4),
                         (("NVIDIA", "Hopper", "vllm-v1", "fp16"), 1.0)):
         assert resolved(PROFILE, *args)["compute_dtype_share"] == pytest.approx(share)
     assert resolved(PROFILE, "AMD", "CDNA 3", "sglang", "fp8")["compute"] == 0.5

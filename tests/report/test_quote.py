@@ -181,16 +181,14 @@ def test_quote_states_the_fitted_coefficients_of_the_chosen_gpu(setup):
 
 def test_quote_states_the_coefficients_of_the_dtype_the_plan_ran_in(setup):
     # Planned with FP8 weights on H100s: the quote cites the family's 16-bit compute efficiency (attention's) and
-    # the fitted FP8 share (the family's own, else the reference's) the linear layers' matmuls take of it; both
-    # read from the fit file as shipped.
+    # the fitted FP8 share the linear layers' matmuls take of it; both read from the fit file as shipped.
     m, _, _ = setup
     h100 = get_gpu("H100")
     plans = plan_fleet(m, [h100], W, max_pp=1, quantization="fp8")
     assert {p.compute_dtype for p in plans if p.fits} == {"fp8"}
     line = next(s for s in quote_document(m, [h100], W, plans)["sources"] if "compute efficiency" in s)
     fit = load_fit().shipped
-    hopper = fit.family["NVIDIA Hopper"].compute
-    share = fit.family["NVIDIA Hopper"].fp8_compute_share or fit.reference.fp8_compute_share   # the family's own
+    hopper, share = fit.family["NVIDIA Hopper"].compute, fit.reference.fp8_compute_share
     attention = fit.reference.attention_compute_share
     assert (f"fp8 matmuls): compute efficiency {hopper:.2f} (× {share:.2f} for the fp8 matmuls, × {attention:.2f} "
             "for attention's)," in line)
