@@ -10,7 +10,8 @@ from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.profiles.detect import detect_and_load
 from calculators.specs.catalog import get_gpu, get_model
 
-PROFILE = Path(__file__).parents[1] / "fixtures" / "profiles" / "llmcap-measure_decode_llama-3.1-8b_h200_pytorch-eager.csv"
+PROFILE = (Path(__file__).parents[1] / "fixtures" / "profiles"
+           / "llmcap-measure_decode_llama-3.1-8b_h200_pytorch-eager.csv")
 NO_COSTS = {k: 0.0 for k in ("step_overhead_s", "allreduce_latency_s", "layer_overhead_s", "sequence_overhead_s",
                              "moe_layer_overhead_s", "request_overhead_s", "prefill_layer_overhead_s",
                              "prefill_moe_layer_overhead_s")}
@@ -23,9 +24,9 @@ def _points():
     return profile.load_points
 
 
-def _roofline(efficiencies: Efficiencies = Efficiencies()) -> Roofline:
-    # one prompt in one pass, as the script runs it (no chunking)
-    return Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H200"), efficiencies=efficiencies,
+def _roofline(efficiencies: Efficiencies | None = None) -> Roofline:
+    # one prompt in one pass, as the script runs it (no chunking); no efficiencies: the fitted Hopper set
+    return Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H200"), efficiencies=efficiencies or Efficiencies(),
                     max_num_batched_tokens=16384)
 
 
