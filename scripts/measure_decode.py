@@ -6,8 +6,10 @@
 
 Nothing is downloaded: a Llama-style decoder (GQA attention via scaled-dot-product attention, gated
 MLP, RMSNorm) with the config's sizes is filled with random bf16 weights, and a KV cache of the
-requested context is filled with random values. One decode step = one token for every sequence
-attending to ``context`` cached tokens; prefill = one causal forward over the prompt. Times are
+requested context is filled with random values. One decode step = one token for every sequence, its key
+and value written in place into the cache's last slot, attending to ``context`` cached tokens (with
+``--cuda-graphs`` replayed from a captured CUDA graph, as serving engines run decode steps); prefill = one
+causal forward over the prompt. Times are
 medians of repeated runs after warm-up, synchronised on the GPU. MoE and MLA layers are not
 modelled (the script refuses such configs). The output is the generic profile CSV
 (docs/profile-formats.md §9) with the device, driver and library versions, so the
@@ -56,6 +58,10 @@ class Decoder(torch.nn.Module):
         self.norm, self.lm_head = w(h), w(spec.vocab_size, h)
 
     def forward(self, tokens: torch.Tensor, cache: list[tuple[torch.Tensor, torch.Tensor]] | None) -> torch.Tensor:
+        """Prefill (``cache`` None: causal over ``tokens``) or one decode step: each layer writes the new token's
+        key and value into the last slot of its preallocated cache in place and attends over the whole cache, as a
+        serving engine's paged cache does (no copy of the cache per step, and static shapes a CUDA graph can
+        capture)."""
         s = self.spec
         b, t = tokens.shape
         x = F.embedding(tokens, self.embed)
@@ -68,8 +74,9 @@ class Decoder(torch.nn.Module):
             k = k.view(b, t, s.num_key_value_heads, s.head_dim).transpose(1, 2)
             v = v.view(b, t, s.num_key_value_heads, s.head_dim).transpose(1, 2)
             if cache is not None:
-                k = torch.cat([cache[i][0], k], dim=2)
-                v = torch.cat([cache[i][1], v], dim=2)
+                cache[i][0][:, :, -1:].copy_(k)
+                cache[i][1][:, :, -1:].copy_(v)
+                k, v = cache[i]
             a = F.scaled_dot_product_attention(q, k, v, is_causal=cache is None, enable_gqa=True)
             x = x + a.transpose(1, 2).reshape(b, t, -1) @ layer.o.T
             y = F.rms_norm(x, (s.hidden_size,), layer.n2)
@@ -78,16 +85,29 @@ class Decoder(torch.nn.Module):
         return F.rms_norm(x[:, -1], (s.hidden_size,), self.norm) @ self.lm_head.T
 
 
-def timed(model: Decoder, tokens: torch.Tensor, cache, device: str, repeats: int) -> float:
-    """Median wall time of one forward [s] after two warm-up calls."""
+def timed(model: Decoder, tokens: torch.Tensor, cache, device: str, repeats: int, graph: bool = False) -> float:
+    """Median wall time of one forward [s] after two warm-up calls; with ``graph`` (CUDA only) the forward is
+    captured once in a CUDA graph and each timed run replays it, as serving engines run their decode steps."""
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    run = lambda: model(tokens, cache)  # noqa: E731
+    if graph:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                run()
+        torch.cuda.current_stream().wait_stream(side)
+        captured = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(captured):
+            run()
+        run = captured.replay
     for _ in range(2):
-        model(tokens, cache)
+        run()
     sync()
     samples = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        model(tokens, cache)
+        run()
         sync()
         samples.append(time.perf_counter() - t0)
     return statistics.median(samples)
@@ -108,18 +128,19 @@ def environment(device: str) -> dict[str, str]:
 
 
 def measure(spec, batches: list[int], contexts: list[int], prompts: list[int], device: str,
-            repeats: int) -> list[dict]:
-    """Rows of the generic profile format: one per (batch, context) decode point and per prompt."""
+            repeats: int, graphs: bool = False) -> list[dict]:
+    """Rows of the generic profile format: one per (batch, context) decode point (``graphs``: replayed from a
+    CUDA graph) and per prompt."""
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     model = Decoder(spec, dtype, device)
     rows = []
     with torch.inference_mode():
         for b in batches:
             for ctx in contexts:
-                cache = [tuple(torch.randn(b, spec.num_key_value_heads, ctx, spec.head_dim, dtype=dtype,
+                cache = [tuple(torch.randn(b, spec.num_key_value_heads, ctx + 1, spec.head_dim, dtype=dtype,
                                            device=device) for _ in range(2)) for _ in range(spec.num_hidden_layers)]
                 tokens = torch.randint(spec.vocab_size, (b, 1), device=device)
-                step = timed(model, tokens, cache, device, repeats)
+                step = timed(model, tokens, cache, device, repeats, graph=graphs)
                 rows.append({"label": f"decode batch={b} context={ctx}", "concurrency": b,
                              "mean_input_tokens": ctx, "tpot_s_p50": step, "output_tokens_per_s": b / step})
                 del cache
@@ -130,7 +151,7 @@ def measure(spec, batches: list[int], contexts: list[int], prompts: list[int], d
     return rows
 
 
-def write_csv(rows: list[dict], path: Path, *, model: str, env: dict[str, str]) -> None:
+def write_csv(rows: list[dict], path: Path, *, model: str, env: dict[str, str], graphs: bool = False) -> None:
     columns = ["model", "gpu", "engine", "engine_version", "label", "concurrency", "mean_input_tokens",
                "output_tokens_per_s", "tpot_s_p50", "ttft_s_p50"]
     version = ", ".join(f"{k} {v}" for k, v in env.items() if k != "device")
@@ -138,7 +159,8 @@ def write_csv(rows: list[dict], path: Path, *, model: str, env: dict[str, str]) 
         out = csv.DictWriter(f, columns)
         out.writeheader()
         for r in rows:
-            out.writerow({"model": model, "gpu": env["device"], "engine": "pytorch-eager (scripts/measure_decode.py)",
+            engine = "pytorch-cuda-graphs" if graphs else "pytorch-eager"
+            out.writerow({"model": model, "gpu": env["device"], "engine": f"{engine} (scripts/measure_decode.py)",
                           "engine_version": version, **r})
 
 
@@ -151,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layers", type=int, help="build only this many layers (time scales per layer)")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--cuda-graphs", action="store_true",
+                    help="replay each decode step from a captured CUDA graph (CUDA only), as serving engines do")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     spec = load_config_file(a.config)
@@ -158,10 +182,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.exit(2, "measure_decode: MoE and MLA models are not modelled by this script\n")
     if a.layers:
         spec = spec.model_copy(update={"num_hidden_layers": a.layers, "layer_types": spec.layer_types[:a.layers]})
+    if a.cuda_graphs and not a.device.startswith("cuda"):
+        ap.exit(2, "measure_decode: --cuda-graphs needs a CUDA device\n")
     env = environment(a.device)
-    rows = measure(spec, a.batch, a.context, a.prompt, a.device, a.repeats)
+    rows = measure(spec, a.batch, a.context, a.prompt, a.device, a.repeats, graphs=a.cuda_graphs)
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    write_csv(rows, a.out, model=spec.id, env=env)
+    write_csv(rows, a.out, model=spec.id, env=env, graphs=a.cuda_graphs)
     print(json.dumps({"rows": len(rows), "out": str(a.out), **env}))
     return 0
 

@@ -34,7 +34,7 @@ GENAI = FIX / "genai-perf-0.0.9dev_gpt2_analyze_export_genai_perf.csv"
 AIP_SWEEP = FIX / "aiperf-0.11-format_handmade_conc-sweep_3-trials_profile_export_aiperf_sweep.csv"
 LLMP = "llmperf-results-2023-08-31_together-llama-2-70b-chat_550-150_conc5"
 LLMP_SUM, LLMP_IND = FIX / f"{LLMP}_summary.json", FIX / f"{LLMP}_individual_responses.json"
-MEASURED = FIX / "llmcap-measure_decode_llama-3.1-8b_h200_pytorch-eager.csv"   # scripts/measure_decode.py on an H200
+MEASURED = [FIX / f"llmcap-measure_decode_llama-3.1-8b_h200_pytorch-{m}.csv" for m in ("eager", "cuda-graphs")]
 
 EXPECTED_FORMAT = {
     **{p.name: "vllm-serve" for p in VLLM},
@@ -50,7 +50,7 @@ EXPECTED_FORMAT = {
     AIP_SWEEP.name: "aiperf-sweep-csv",
     LLMP_SUM.name: "llmperf-summary",
     LLMP_IND.name: "llmperf-individual",
-    MEASURED.name: "generic-csv",
+    **{p.name: "generic-csv" for p in MEASURED},   # scripts/measure_decode.py on an H200
 }
 
 
