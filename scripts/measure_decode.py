@@ -9,9 +9,8 @@ MLP, RMSNorm) with the config's sizes is filled with random bf16 weights, and a 
 requested context is filled with random values. One decode step = one token for every sequence, its key
 and value written in place into the cache's last slot, attending to ``context`` cached tokens (with
 ``--cuda-graphs`` replayed from a captured CUDA graph, as serving engines run decode steps); prefill = one
-causal forward over the prompt. Times are
-medians of repeated runs after warm-up, synchronised on the GPU. MoE and MLA layers are not
-modelled (the script refuses such configs). The output is the generic profile CSV
+causal forward over the prompt. Times are medians of repeated runs after warm-up, synchronised on the GPU.
+MoE and MLA layers are not modelled (the script refuses such configs). The output is the generic profile CSV
 (docs/profile-formats.md §9) with the device, driver and library versions, so the
 product imports it like any benchmark run; decode rows carry ``concurrency`` = batch and
 ``tpot_s_p50`` = step time, prefill rows ``ttft_s_p50`` = prefill time.
@@ -27,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -85,22 +85,29 @@ class Decoder(torch.nn.Module):
         return F.rms_norm(x[:, -1], (s.hidden_size,), self.norm) @ self.lm_head.T
 
 
+def captured(step: Callable[[], object]) -> Callable[[], None]:
+    """``step`` captured once in a CUDA graph (after two warm-up runs on a side stream, as PyTorch asks): the
+    graph's replay, which launches the whole step at once as serving engines run their decode steps."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
 def timed(model: Decoder, tokens: torch.Tensor, cache, device: str, repeats: int, graph: bool = False) -> float:
-    """Median wall time of one forward [s] after two warm-up calls; with ``graph`` (CUDA only) the forward is
-    captured once in a CUDA graph and each timed run replays it, as serving engines run their decode steps."""
+    """Median wall time of one forward [s] after two warm-up calls; with ``graph`` (CUDA only) each timed run
+    replays the forward from a CUDA graph (:func:`captured`)."""
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-    run = lambda: model(tokens, cache)  # noqa: E731
-    if graph:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):
-                run()
-        torch.cuda.current_stream().wait_stream(side)
-        captured = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(captured):
-            run()
-        run = captured.replay
+
+    def eager() -> None:
+        model(tokens, cache)
+    run = captured(eager) if graph else eager
     for _ in range(2):
         run()
     sync()
