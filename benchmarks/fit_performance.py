@@ -1,7 +1,8 @@
 """Fit the performance model's default coefficients on the public corpus; write ``performance_fit.toml``.
 
     .venv/bin/python benchmarks/fit_performance.py [--check] [--iterations N] [--engine-sd SD] [--moe-sd SD]
-                                                   [--out FILE] [--jobs N]
+                                                   [--out FILE] [--jobs N] [--start FILE]
+                                                   [--shipped-from FILE] [--sources S ...]
 
 What is fitted (docs/performance-model.md §4): the reference set of :class:`~calculators.perf.roofline.Efficiencies`
 (the experts' and attention's compute shares among them) and the 8- and 4-bit compute shares (18 numbers); per GPU
@@ -16,9 +17,12 @@ source's rows weighted ``1 / √n`` so the largest source does not drown the oth
 forward-difference Jacobians (a configuration whose efficiencies a column does not move is predicted once per
 Jacobian), efficiencies through a logistic (so never above 1) and costs through an exponential (never negative).
 
-The shipped profile is fitted on every source; then once per source with that source's rows left out
-(warm-started from the shipped fit), and those held-out profiles are stored too: the accuracy harness
-predicts each source with the profile that never saw it (leave-one-source-out).
+The shipped profile is fitted on every source (from the priors' means, or ``--start``: from a fit file's profile);
+then once per source with that source's rows left out (warm-started from the shipped fit), and those held-out
+profiles are stored too: the accuracy harness predicts each source with the profile that never saw it
+(leave-one-source-out). ``--shipped-from`` takes a fit file's profile as the shipped one and ``--sources`` refits
+only some sources held out, so that the refits can be shared between machines and their ``[[held_out]]`` tables
+joined in one file.
 """
 from __future__ import annotations
 
@@ -83,6 +87,16 @@ class Space:
                         for n, _, _, sd in REFERENCE]
         self.sd = np.array(reference_sd + [FAMILY_SD] * 3 * len(families)
                            + [engine_sd] * len(ENGINES))
+
+    def theta(self, profile: Profile) -> np.ndarray:
+        """The θ of ``profile`` (the inverse of :meth:`profile`): to warm-start a fit from a fit file's profile."""
+        ref = profile.reference.model_dump()
+        head = [_to(t, ref[n]) for n, t, _, _ in REFERENCE]
+        fams = [profile.family[f] for f in self.families]
+        return np.array(head + [_to("logit", f.memory) - head[1] for f in fams]
+                        + [_to("logit", f.compute) - head[0] for f in fams]
+                        + [float(np.log(f.overhead_factor)) for f in fams]
+                        + [float(np.log(profile.engine[e].overhead_factor)) for e in ENGINES])
 
     def profile(self, theta: np.ndarray) -> Profile:
         ref = {n: _from(t, theta[i]) for i, (n, t, _, _) in enumerate(REFERENCE)}
@@ -215,13 +229,22 @@ def main(argv: list[str] | None = None) -> int:
                     help="prior sd (logit) of the MoE expert efficiency around its start of 0.7 (default 1.5)")
     ap.add_argument("--out", type=Path, default=OUT, help="where to write the fit file")
     ap.add_argument("--jobs", type=int, default=1, help="processes for the leave-one-source-out refits")
+    ap.add_argument("--start", type=Path, help="warm-start the fit on every source from this fit file's profile")
+    ap.add_argument("--shipped-from", type=Path,
+                    help="take this fit file's profile as the fit on every source and only refit the held-out ones")
+    ap.add_argument("--sources", nargs="+", help="refit only these sources held out (default: every source)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     frame = measurements_frame()
     rows = comparable_rows(frame)
     space = Space(sorted(rows["gpu_family"].unique()), args.engine_sd, args.moe_sd)
     print(f"fitting {len(space.names)} numbers on {len(rows)} rows of {rows['source_id'].nunique()} sources")
-    shipped = fit(rows, space, space.mean, args.iterations)
+    if args.shipped_from:
+        shipped = space.theta(parse_fit_file(args.shipped_from.read_text(encoding="utf-8")).shipped)
+    else:
+        start = (space.theta(parse_fit_file(args.start.read_text(encoding="utf-8")).shipped) if args.start
+                 else space.mean)
+        shipped = fit(rows, space, start, args.iterations)
     lines = ["# The performance model's default coefficients, fitted on the public measurement corpus.",
              "# Written by benchmarks/fit_performance.py; method in docs/performance-model.md §4 and §11.",
              f"fitted = {dt.date.today().isoformat()}",
@@ -232,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
              '(0.9 and 0.75, logit sd 1'
              + ("" if args.moe_sd is None else f", MoE expert efficiency sd {args.moe_sd:g}") + ')"',
              'script = "benchmarks/fit_performance.py"', "", *profile_toml("shipped", space.profile(shipped))]
-    sources = sorted(rows["source_id"].unique())
+    sources = sorted(args.sources or rows["source_id"].unique())
     refit = partial(refit_without, rows=rows, space=space, start=shipped, iterations=args.iterations)
     with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         for source, profile in zip(sources, pool.map(refit, sources), strict=True):
