@@ -58,10 +58,6 @@ STEP_OVERHEAD_S = _REF.step_overhead_s
 ALLREDUCE_LATENCY_S = _REF.allreduce_latency_s
 #: Latency of one pipeline-stage hand-off.
 PP_HANDOFF_LATENCY_S = 20e-6
-#: The routed experts per layer at which the MoE layers' fixed costs are quoted (a DeepSeek-V3 layer's 256): a
-#: layer of ``E`` experts costs ``E / 256`` of them, as its routing histogram, its token sort padded per expert and
-#: its grouped GEMMs' tiles grow with the experts (docs/performance-model.md §4).
-MOE_REFERENCE_EXPERTS = 256
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 
 
@@ -84,16 +80,14 @@ class Efficiencies:
     reduction grows with the context). ``moe_small_batch_penalty`` [×]: expert weights are read
     ``1 + penalty / (1 + tokens per expert)`` times slower than dense ones (grouped GEMMs with a handful of rows
     per expert), and at ``moe_expert_efficiency`` (≤ 1) of the dense reads' bandwidth at any count (grouped
-    GEMMs over many small matrices); ``moe_layer_overhead_s`` [s per MoE layer per step, for a layer of
-    :data:`MOE_REFERENCE_EXPERTS` routed experts, in proportion to its experts]: routing, token permutation and
-    the grouped GEMMs' launch and tail, which a dense layer does not have; ``moe_compute_share``
+    GEMMs over many small matrices); ``moe_layer_overhead_s`` [s per MoE layer per step]: routing, token
+    permutation and the grouped GEMMs' launch and tail, which a dense layer does not have; ``moe_compute_share``
     (≤ 1): the experts' matmuls reach this share of the dense ones' compute efficiency (grouped GEMMs over
     experts split ``tp`` ways, each a narrow matrix). ``mla_attention``: the
     MLA decode kernel's efficiency relative to plain KV reads (≤ 1). ``request_overhead_s`` [s per request]: the
     latency each request spends outside the engine's steps (API server, tokenisation, streaming), added to its
     TTFT and end-to-end latency, no GPU time. ``prefill_layer_overhead_s`` and ``prefill_moe_layer_overhead_s``
-    [s per layer and per MoE layer of a step that carries prompt tokens, the latter scaled with the layer's experts
-    as ``moe_layer_overhead_s`` is]: such a step runs beyond the token counts
+    [s per layer and per MoE layer of a step that carries prompt tokens]: such a step runs beyond the token counts
     whose CUDA graphs the engine captured, so its kernels are launched one by one (the MoE layers' routing,
     sorting and grouped GEMMs most of all), where a decode step replays a graph.
     """
@@ -220,7 +214,6 @@ class Coefficients:
     mla: bool
     moe_layers_per_stage: float
     dp_attention: bool = False
-    moe_expert_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -371,7 +364,7 @@ def _coefficients(r: Roofline) -> Coefficients:
         bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s,
         allreduce_bytes_per_token=m.hidden_size * s, link_bytes_per_s=g.scale_up_bytes_per_s_per_direction,
         layers_per_stage=layers, tp=tp, pp=pp, mla=m.is_mla, moe_layers_per_stage=len(m.moe_layers) * frac,
-        dp_attention=dp, moe_expert_scale=m.num_experts / MOE_REFERENCE_EXPERTS)
+        dp_attention=dp)
 
 
 def _linear_compute_s(c: Coefficients, e: Efficiencies, linear_flop: np.ndarray, tokens: np.ndarray) -> np.ndarray:
@@ -407,18 +400,14 @@ def _allreduce_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.nda
 
 
 def _layers_s(c: Coefficients, e: Efficiencies) -> np.ndarray:
-    """Per-layer fixed costs of one pass over a stage [s]: every layer's, plus the MoE layers' own (in proportion
-    to their experts, :data:`MOE_REFERENCE_EXPERTS`)."""
-    moe = c.moe_layers_per_stage * c.moe_expert_scale * e.moe_layer_overhead_s
-    return np.asarray(c.layers_per_stage * e.layer_overhead_s + moe)
+    """Per-layer fixed costs of one pass over a stage [s]: every layer's, plus the MoE layers' own."""
+    return np.asarray(c.layers_per_stage * e.layer_overhead_s + c.moe_layers_per_stage * e.moe_layer_overhead_s)
 
 
 def _eager_prefill_s(c: Coefficients, e: Efficiencies, prompt_tokens: np.ndarray) -> np.ndarray:
     """Launch costs of a pass over a stage that carries prompt tokens and so runs outside the captured graphs [s]:
-    per layer and per MoE layer (in proportion to its experts); 0 for a step without prompt tokens
-    (docs/performance-model.md §4)."""
-    moe = c.moe_layers_per_stage * c.moe_expert_scale * e.prefill_moe_layer_overhead_s
-    cost = c.layers_per_stage * e.prefill_layer_overhead_s + moe
+    per layer and per MoE layer; 0 for a step without prompt tokens (docs/performance-model.md §4)."""
+    cost = c.layers_per_stage * e.prefill_layer_overhead_s + c.moe_layers_per_stage * e.prefill_moe_layer_overhead_s
     return np.where(np.asarray(prompt_tokens) > 0, cost, 0.0)
 
 
