@@ -78,7 +78,6 @@ def test_moe_costs_count_only_the_layers_that_have_experts():
             moe_layers * 50e-6, rel=1e-9)
 
 
-
 def test_expert_matmuls_take_their_share_of_the_compute_efficiency():
     # Mixtral-8x7B: 2 of 8 experts of 3 × 4096 × 14336 parameters in each of 32 layers run per token, 2 FLOP per
     # parameter: 22,548,578,304 FLOP. At half the share they take twice as long; 4,096 prompt tokens on an H200
