@@ -229,9 +229,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="prior sd (logit) of the MoE expert efficiency around its start of 0.7 (default 1.5)")
     ap.add_argument("--out", type=Path, default=OUT, help="where to write the fit file")
     ap.add_argument("--jobs", type=int, default=1, help="processes for the leave-one-source-out refits")
-    ap.add_argument("--start", type=Path, help="warm-start the fit on every source from this fit file's profile")
-    ap.add_argument("--shipped-from", type=Path,
-                    help="take this fit file's profile as the fit on every source and only refit the held-out ones")
+    begin = ap.add_mutually_exclusive_group()
+    begin.add_argument("--start", type=Path, help="warm-start the fit on every source from this fit file's profile")
+    begin.add_argument("--shipped-from", type=Path,
+                       help="take this fit file's profile as the fit on every source and only refit the held-out ones")
     ap.add_argument("--sources", nargs="+", help="refit only these sources held out (default: every source)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()

@@ -10,14 +10,11 @@ import pytest
 from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.profiles.detect import detect_and_load
 from calculators.specs.catalog import get_gpu, get_model
+from tests.perf.test_roofline import IDEAL  # the datasheet roofline: every efficiency 1, no costs
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "profiles"
 EAGER = FIXTURES / "llmcap-measure_decode_llama-3.1-8b_h200_pytorch-eager.csv"
 GRAPHS = FIXTURES / "llmcap-measure_decode_llama-3.1-8b_h200_pytorch-cuda-graphs.csv"
-NO_COSTS = {k: 0.0 for k in ("step_overhead_s", "allreduce_latency_s", "layer_overhead_s", "sequence_overhead_s",
-                             "moe_layer_overhead_s", "request_overhead_s", "prefill_layer_overhead_s",
-                             "prefill_moe_layer_overhead_s")}
-IDEAL = Efficiencies(compute=1.0, memory=1.0, attention_compute_share=1.0, **NO_COSTS)
 
 
 def _points(path: Path = EAGER, count: int = 21):
