@@ -10,7 +10,7 @@ import pytest
 from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.profiles.detect import detect_and_load
 from calculators.specs.catalog import get_gpu, get_model
-from tests.perf.test_roofline import IDEAL  # the datasheet roofline: every efficiency 1, no costs
+from tests.perf.datasheet import IDEAL
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "profiles"
 EAGER = FIXTURES / "llmcap-measure_decode_llama-3.1-8b_h200_pytorch-eager.csv"

@@ -20,12 +20,8 @@ from calculators.perf.serving import serving_metrics
 from calculators.perf.sweep import decode_sweep
 from calculators.report.perf import perf_document
 from calculators.specs.catalog import get_gpu, get_model
+from tests.perf.datasheet import IDEAL
 
-IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_latency_s=0.0, layer_overhead_s=0.0,
-                     sequence_overhead_s=0.0, attention_halving_context_tokens=math.inf, prefill_layer_overhead_s=0.0,
-                     prefill_moe_layer_overhead_s=0.0, moe_small_batch_penalty=0.0,
-                     moe_layer_overhead_s=0.0, moe_expert_efficiency=1.0, mla_attention=1.0,
-                     request_overhead_s=0.0, moe_compute_share=1.0, attention_compute_share=1.0)
 # Llama-3.1-8B by hand: a step reads the weights, 8,030,261,248 × 2 B, less the token embedding's
 # 128,256 × 4,096 × 2 B (it looks up the rows of its tokens; the LM head is a matrix of its own);
 # linear FLOP/token 2 × (32 × 218,103,808 linear weights + 525,336,576 LM head) = 15,009,316,864.

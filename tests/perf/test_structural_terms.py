@@ -1,7 +1,6 @@
 """The step-time terms that engines show beyond the roofline, and the fitted coefficients file (by hand)."""
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import pytest
@@ -10,12 +9,8 @@ from calculators.errors import InvalidInputError
 from calculators.perf.coefficients import Profile, engine_generation, gpu_family, parse_fit_file, resolved
 from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.specs.catalog import get_gpu, get_model
+from tests.perf.datasheet import IDEAL
 
-IDEAL = Efficiencies(compute=1.0, memory=1.0, step_overhead_s=0.0, allreduce_latency_s=0.0, layer_overhead_s=0.0,
-                     sequence_overhead_s=0.0, attention_halving_context_tokens=math.inf, prefill_layer_overhead_s=0.0,
-                     prefill_moe_layer_overhead_s=0.0, moe_small_batch_penalty=0.0,
-                     moe_layer_overhead_s=0.0, moe_expert_efficiency=1.0, mla_attention=1.0,
-                     request_overhead_s=0.0, moe_compute_share=1.0, attention_compute_share=1.0)
 W_8B = 8_030_261_248 * 2 - 128_256 * 4096 * 2  # Llama-3.1-8B weights less the token embedding [bytes]
 KV_8B = 131_072                                 # KV bytes per token, 32 layers × 2 × 8 heads × 128 × 2 B
 ATTN_8B = 4 * 32 * 128 * 32                     # attention FLOP per token per context token: QKᵀ and AV
