@@ -175,6 +175,14 @@ def gpu_family(vendor: str, architecture: str) -> str:
     return f"{vendor} {_FAMILIES.get(architecture, architecture)}"
 
 
+def fitted_on(profile: Profile, vendor: str, architecture: str) -> str | None:
+    """The GPU family whose runs fitted a GPU's efficiencies, as :func:`resolved` picks them (``"NVIDIA Hopper"``);
+    None where the family has no entry (no run of it in the corpus: it takes the reference set, fitted on every
+    family's runs)."""
+    family = gpu_family(vendor, architecture)
+    return family if family in profile.family else None
+
+
 def engine_generation(engine: str, version: object = None) -> str:
     """The engine key of the fit: vLLM split at 0.8, where V1 became the default engine
     (https://blog.vllm.ai/2025/01/27/v1-alpha-release.html, default from v0.8.0), or where the version says the
@@ -241,4 +249,4 @@ def resolved(profile: Profile, vendor: str, architecture: str, engine: str,
 __all__ = ["COMPUTE_SHARES", "DEFAULT_ENGINE", "FIT_FILE", "GPU_SIDE_COSTS", "SOFTWARE_COSTS", "FactorEntry",
            "FamilyEntry", "FitFile", "HeldOut",
            "Profile", "ReferenceSet", "engine_generation", "gpu_family", "load_fit", "parse_fit_file", "parse_toml_as",
-           "resolved"]
+           "fitted_on", "resolved"]

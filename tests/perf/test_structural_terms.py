@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from calculators.errors import InvalidInputError
-from calculators.perf.coefficients import Profile, engine_generation, gpu_family, parse_fit_file, resolved
+from calculators.perf.coefficients import Profile, engine_generation, fitted_on, gpu_family, parse_fit_file, resolved
 from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.specs.catalog import get_gpu, get_model
 from tests.perf.datasheet import IDEAL
@@ -121,6 +121,8 @@ def test_family_and_engine_entries_resolve_by_hand():
     assert mi355["step_overhead_s"] == pytest.approx(1e-3 * 0.5)                # the host's: no family factor
     h100 = resolved(PROFILE, "NVIDIA", "Hopper", "vllm-v1")                      # no entries: the reference
     assert (h100["memory"], h100["sequence_overhead_s"]) == (0.7, 2e-5)
+    assert fitted_on(PROFILE, "AMD", "CDNA 3") == "AMD CDNA3"
+    assert fitted_on(PROFILE, "NVIDIA", "Hopper") is None
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("MI300X"), engine="sglang", profile=PROFILE)
     assert r.efficiencies.memory == 0.4
     given = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("MI300X"), efficiencies=IDEAL, profile=PROFILE)

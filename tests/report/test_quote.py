@@ -11,6 +11,7 @@ from calculators.perf.coefficients import load_fit
 from calculators.perf.roofline import Efficiencies
 from calculators.planning.costs import COST_LABELS
 from calculators.planning.fleet import Workload, plan_fleet
+from calculators.report.explain_fleet import efficiency_sources
 from calculators.report.quote import (
     FONT_FILES,
     linkify,
@@ -176,7 +177,16 @@ def test_quote_states_the_fitted_coefficients_of_the_chosen_gpu(setup):
     line = next(s for s in doc["sources"] if "compute efficiency" in s)
     assert (f"compute efficiency {used.compute:.2f} (× {used.attention_compute_share:.2f} for attention's), "
             f"memory efficiency {used.memory:.2f}") in line
-    assert "fitted on public measurement corpus" in line and "§11" in line
+    assert "runs of the public measurement corpus" in line and "§11" in line
+    chosen = get_gpu(doc["chosen"]["gpu"])
+    assert f"fitted on {chosen.vendor} " in line                  # a catalog family with runs of its own
+
+
+def test_a_gpu_without_runs_of_its_own_says_whose_efficiencies_it_takes():
+    # No corpus run is on a T4 (NVIDIA Turing): it takes the reference set, and its source line says so.
+    line = efficiency_sources(Efficiencies(), "fit", get_gpu("T4"))[1]
+    assert "fitted on every GPU family's runs (none on NVIDIA Turing: the reference set)" in line
+    assert Efficiencies.fitted(get_gpu("T4")).compute == pytest.approx(load_fit().shipped.reference.compute)
 
 
 def test_quote_states_the_coefficients_of_the_dtype_the_plan_ran_in(setup):
