@@ -140,6 +140,9 @@ def _skipped(r: AccuracyReport) -> None:
     st.markdown(f"**{r.comparable_rows:,}** corpus rows compared, **{len(r.skipped):,}** left out:")
     st.dataframe(pd.DataFrame({"Reason": counts.index, "Rows": counts.to_numpy()}), hide_index=True,
                  key="acc_skipped")
+    if unjudged := r.gpus_without_family_runs():
+        st.caption("Catalog GPUs of a family no compared row ran on, priced with every family's reference set and "
+                   "not judged here: " + ", ".join(unjudged))
 
 
 METHOD = f"""

@@ -66,10 +66,17 @@ import pandas as pd
 from calculators.errors import InvalidInputError
 from calculators.perf import serving
 from calculators.perf.bands import TAIL_LEVELS, band_edges, fit_band, held_out_coverage, share_inside
-from calculators.perf.coefficients import DEFAULT_ENGINE, Profile, engine_generation, engine_release, load_fit
+from calculators.perf.coefficients import (
+    DEFAULT_ENGINE,
+    Profile,
+    engine_generation,
+    engine_release,
+    gpu_family,
+    load_fit,
+)
 from calculators.perf.measurements import GPUS, measurements_frame
 from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS, Efficiencies, Roofline, model_compute_dtype
-from calculators.specs.catalog import get_gpu, get_model, load_models
+from calculators.specs.catalog import get_gpu, get_model, load_gpus, load_models
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.capacity import CapacityResult
 from calculators.vllm.concurrency import batch_limit, replica_capacity
@@ -907,6 +914,12 @@ class AccuracyReport:
         """Skipped rows per reason, most first."""
         return self.skipped["reason"].value_counts()
 
+    def gpus_without_family_runs(self) -> list[str]:
+        """Catalog GPUs of a family no compared row ran on (T4's Turing, MI250X's CDNA2, Gaudi, TPU): the model
+        prices them with the reference set, fitted on the other families' runs, and nothing here judges that."""
+        seen = set(self.predictions["gpu_family"])
+        return [g.id for g in load_gpus().values() if gpu_family(g.vendor, g.architecture) not in seen]
+
     def measured_keys(self) -> pd.DataFrame:
         """How many compared points used each measured key, per metric."""
         return self.predictions.groupby(["metric", "measured_key"]).size().rename("n").reset_index()
@@ -928,6 +941,7 @@ class AccuracyReport:
             "band_80": _records(self.band),
             "band_coverage": _records(self.coverage),
             "worst": _records(self.worst),
+            "gpus_without_family_runs": self.gpus_without_family_runs(),
             "per_source": {"definition": "median over sources of each source's median |error| (and bias)",
                            "uncorrected": _records(self.per_source("uncorrected")),
                            "leave_one_source_out": _records(self.per_source("LOSO"))},

@@ -116,10 +116,13 @@ def worst_lines(report: AccuracyReport, metric: str | None = None, n: int = 10) 
 
 
 def skipped_lines(report: AccuracyReport) -> list[str]:
-    """Comparable and skipped row counts, the skipped ones by reason."""
+    """Comparable and skipped row counts, the skipped ones by reason, and the catalog GPUs no row judges."""
     total = report.comparable_rows + len(report.skipped)
     lines = [f"{report.comparable_rows} of {total} corpus rows comparable; {len(report.skipped)} skipped:"]
     lines += [f"  {n:6d}  {reason}" for reason, n in report.skipped_by_reason().items()]
+    if unjudged := report.gpus_without_family_runs():
+        lines += ["", "Catalog GPUs of a family no compared row ran on (priced with every family's reference set, "
+                  "not judged here): " + ", ".join(unjudged)]
     return lines
 
 

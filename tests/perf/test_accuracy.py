@@ -30,7 +30,7 @@ from calculators.perf.coefficients import load_fit
 from calculators.perf.measurements import load_measurements
 from calculators.perf.roofline import Roofline
 from calculators.perf.serving import serving_metrics, static_batch_metrics
-from calculators.report.accuracy_text import target_lines
+from calculators.report.accuracy_text import skipped_lines, target_lines
 from calculators.specs.catalog import get_gpu, get_model
 from calculators.vllm.capacity import vllm_capacity
 
@@ -457,6 +457,16 @@ def test_report_json_has_every_part(report):
     json.dumps(doc, allow_nan=False)
     assert {r["metric"] for r in doc["uncorrected"]} <= {"tpot", "ttft", "throughput"}
     assert all(0 <= r["coverage"] <= 1 for r in doc["band_coverage"])
+
+
+def test_the_report_names_the_catalog_gpus_no_row_judges(report):
+    # No compared run is on Turing (T4), CDNA2 (MI250X), Gaudi or a TPU; an L4 or RTX 4090 (Ada) is priced with
+    # the family fitted on L40S runs, so it is not listed, nor is an H100.
+    unjudged = report.gpus_without_family_runs()
+    assert {"T4", "MI250X", "Gaudi2", "TPU-v5e"} <= set(unjudged)
+    assert not {"L4", "RTX-4090", "H100-SXM", "MI355X"} & set(unjudged)
+    assert report.to_json()["gpus_without_family_runs"] == unjudged
+    assert any(line.endswith(", ".join(unjudged)) for line in skipped_lines(report))
 
 
 def test_loso_with_refits_predicts_each_source_by_the_profile_fitted_without_it():
