@@ -42,6 +42,12 @@ def test_compare_page(make_app):
     assert list(frame["GPU"]) == ["H100-SXM", "H200-SXM", "MI300X"]
     assert frame["meets SLO"].all()
     assert len(at.get("plotly_chart")) == 1
+    facts = at.dataframe[1].value.set_index("GPU")["efficiencies fitted on"]
+    assert facts.to_dict() == {"H100-SXM": "NVIDIA Hopper runs", "H200-SXM": "NVIDIA Hopper runs",
+                               "MI300X": "AMD CDNA3 runs"}
+    at.multiselect(key="compare_gpus").set_value(["H100-SXM", "T4"]).run(timeout=120)
+    facts = at.dataframe[1].value.set_index("GPU")["efficiencies fitted on"]
+    assert facts["T4"] == "every family's runs (none on NVIDIA Turing)"
 
 
 FLEET = {"fleet_cap": "0.7", "fleet_n1": "true", "fleet_price": "2.5", "fleet_conservative": "true"}
