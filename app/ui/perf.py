@@ -33,12 +33,11 @@ def efficiencies(ctx: Computed) -> tuple[Efficiencies, str]:
             return Calibration.efficiencies_from_param(ctx.scenario.calibration), "calibration from the link"
         except InvalidInputError:
             pass
-    from calculators.perf.coefficients import fitted_on, gpu_family, load_fit
-    fit, gpu = load_fit(), ctx.gpu
-    own = gpu is None or fitted_on(fit.shipped, gpu.vendor, gpu.architecture) is not None
-    none = "" if own else f"; no run on {gpu_family(gpu.vendor, gpu.architecture)}: every family's reference set"
+    from calculators.perf.coefficients import load_fit
+    from calculators.report.explain_fleet import fitted_runs
+    runs = f": for the {ctx.gpu.id}, {fitted_runs(ctx.gpu)}" if ctx.gpu is not None else ""
     return Efficiencies(), (f"datasheet roofline with coefficients fitted on public measurements per GPU family "
-                            f"and engine ({fit.fitted:%Y-%m-%d}{none}; see Model accuracy)")
+                            f"and engine{runs} ({load_fit().fitted:%Y-%m-%d}; see Model accuracy)")
 
 
 def performance_model(ctx: Computed) -> tuple[Roofline | None, str]:

@@ -7,10 +7,9 @@ import streamlit as st
 from app.ui import fleet_charts as fc
 from app.ui import state, widgets
 from calculators.errors import InvalidInputError
-from calculators.perf.coefficients import fitted_on, gpu_family, load_fit
 from calculators.planning.costs import COST_LABELS
 from calculators.planning.fleet import gpu_price
-from calculators.specs.schema import GPUSpec
+from calculators.report.explain_fleet import fitted_runs
 
 
 def render() -> None:
@@ -69,18 +68,10 @@ def render() -> None:
                       "fp8 dense [TFLOP/s]": g.peak_flop_per_s.get("fp8", 0) / 1e12 or None,
                       "scale-up [GB/s per direction]": g.scale_up_bytes_per_s_per_direction / 1e9,
                       "GPUs per node": g.gpus_per_node, "$/GPU-hour": price, "price basis": price_source,
-                      "efficiencies fitted on": _fitted_on(g),
+                      "efficiencies fitted on": fitted_runs(g),
                       "datasheet source": g.source, "as of": g.as_of})
     st.dataframe(pd.DataFrame(facts), hide_index=True, key="compare_facts",
                  column_config={"$/GPU-hour": st.column_config.NumberColumn(format="$%.2f")})
-
-
-def _fitted_on(g: GPUSpec) -> str:
-    """Whose public runs the GPU's timed figures were fitted on (its family's, or every family's where it has none)."""
-    family = gpu_family(g.vendor, g.architecture)
-    if fitted_on(load_fit().shipped, g.vendor, g.architecture):
-        return f"{family} runs"
-    return f"every family's runs (none on {family})"
 
 
 render()

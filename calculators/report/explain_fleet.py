@@ -96,22 +96,30 @@ def efficiency_sources(eff: Efficiencies, source: str, gpu: GPUSpec | None = Non
     public measurements for ``gpu``'s family (vLLM V1) and matmuls in ``compute_dtype``, with the fit's
     date and method pages (§4, §11); for a calibration, the caller's ``source``."""
     if eff.is_default() and gpu is not None:
-        from calculators.perf.coefficients import fitted_on, gpu_family, load_fit
+        from calculators.perf.coefficients import load_fit
         fit, used = load_fit(), Efficiencies.fitted(gpu, compute_dtype=compute_dtype)
-        family = gpu_family(gpu.vendor, gpu.architecture)
-        basis = (f"{family} runs" if fitted_on(fit.shipped, gpu.vendor, gpu.architecture)
-                 else f"every GPU family's runs (none on {family}: the reference set)")
         return [f"performance model: {source}",
                 f"{gpu.id} (vLLM V1, {compute_dtype} matmuls): "
                 f"compute efficiency {compute_efficiency_text(used, compute_dtype)}, "
                 f"memory efficiency {used.memory:.2f}, "
-                f"step overhead {float(used.step_overhead_s) * 1e3:.2f} ms, fitted on {basis} of the {fit.corpus} "
+                f"step overhead {float(used.step_overhead_s) * 1e3:.2f} ms, "
+                f"fitted on {fitted_runs(gpu)} of the {fit.corpus} "
                 f"({fit.fitted:%Y-%m-%d}; {PERF_PAGE} §4, accuracy on sources left out of the fit in §11)"]
     return [
         f"compute efficiency {eff.compute:g} ({source})", f"memory efficiency {eff.memory:g} ({source})",
         f"step overhead {float(eff.step_overhead_s) * 1e3:g} ms ({source}; {PERF_PAGE} §4)",
         f"performance model: {source}",
     ]
+
+
+def fitted_runs(gpu: GPUSpec) -> str:
+    """Whose public runs the shipped efficiencies of ``gpu`` were fitted on: ``"NVIDIA Hopper runs"``, or for a
+    family with no run in the corpus ``"every GPU family's runs (none on NVIDIA Turing: the reference set)"``."""
+    from calculators.perf.coefficients import fitted_on, gpu_family, load_fit
+    family = gpu_family(gpu.vendor, gpu.architecture)
+    if fitted_on(load_fit().shipped, gpu.vendor, gpu.architecture):
+        return f"{family} runs"
+    return f"every GPU family's runs (none on {family}: the reference set)"
 
 
 def gpu_sources(gpu: GPUSpec) -> list[str]:

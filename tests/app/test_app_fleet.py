@@ -47,7 +47,7 @@ def test_compare_page(make_app):
                                "MI300X": "AMD CDNA3 runs"}
     at.multiselect(key="compare_gpus").set_value(["H100-SXM", "T4"]).run(timeout=120)
     facts = at.dataframe[1].value.set_index("GPU")["efficiencies fitted on"]
-    assert facts["T4"] == "every family's runs (none on NVIDIA Turing)"
+    assert facts["T4"] == "every GPU family's runs (none on NVIDIA Turing: the reference set)"
 
 
 FLEET = {"fleet_cap": "0.7", "fleet_n1": "true", "fleet_price": "2.5", "fleet_conservative": "true"}

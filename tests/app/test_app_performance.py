@@ -43,7 +43,8 @@ def test_default_scenario_fits_and_pages_render(make_app):
 def test_a_gpu_family_without_runs_says_it_takes_the_reference_set(make_app):
     # No corpus run is on a T4 (NVIDIA Turing): the caption naming the model in force says so.
     at = _page(make_app, ROOF, model="meta-llama/Llama-3.1-8B", gpu="T4")
-    assert any("no run on NVIDIA Turing: every family's reference set" in c.value for c in at.caption)
+    assert any("for the T4, every GPU family's runs (none on NVIDIA Turing: the reference set)" in c.value
+               for c in at.caption)
 
 
 def test_model_that_does_not_fit_is_a_message(make_app):
@@ -67,7 +68,7 @@ def test_roofline_8b_a100_numbers(make_app):
     assert m["Output tokens/s per replica at the knee"] == m["Output tokens/s per GPU at the knee"]  # TP 1
     assert at.success and "Knee at batch" in at.success[0].value
     assert any("datasheet roofline" in c.value for c in at.caption)  # the model in force is named
-    assert not any("no run on" in c.value for c in at.caption)       # A100: Ampere has runs of its own
+    assert any("for the A100-80GB-SXM, NVIDIA Ampere runs" in c.value for c in at.caption)  # runs of its own
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert len(charts) == 2
     assert {t["name"] for t in charts[0]["data"]} == {"output tokens/s per replica", "TPOT", "TTFT (no queue)"}
