@@ -142,7 +142,8 @@ def _skipped(r: AccuracyReport) -> None:
                  key="acc_skipped")
     if unjudged := r.gpus_without_family_runs():
         st.caption("Catalog GPUs of a family no compared row ran on, priced with every family's reference set and "
-                   "not judged here: " + ", ".join(unjudged))
+                   "not judged here (how far off a family the fit has not seen comes out: "
+                   "docs/performance-model.md §11): " + ", ".join(unjudged))
 
 
 METHOD = f"""

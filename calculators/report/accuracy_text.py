@@ -122,7 +122,8 @@ def skipped_lines(report: AccuracyReport) -> list[str]:
     lines += [f"  {n:6d}  {reason}" for reason, n in report.skipped_by_reason().items()]
     if unjudged := report.gpus_without_family_runs():
         lines += ["", "Catalog GPUs of a family no compared row ran on (priced with every family's reference set, "
-                  "not judged here): " + ", ".join(unjudged)]
+                  "not judged here; how far off an unseen family comes out: docs/performance-model.md §11): "
+                  + ", ".join(unjudged)]
     return lines
 
 
