@@ -116,10 +116,10 @@ def fitted_runs(gpu: GPUSpec) -> str:
     """Whose public runs the shipped efficiencies of ``gpu`` were fitted on: ``"NVIDIA Hopper runs"``, or for a
     family with no run in the corpus ``"every GPU family's runs (none on NVIDIA Turing: the reference set)"``."""
     from calculators.perf.coefficients import fitted_on, gpu_family, load_fit
-    family = gpu_family(gpu.vendor, gpu.architecture)
-    if fitted_on(load_fit().shipped, gpu.vendor, gpu.architecture):
+    family = fitted_on(load_fit().shipped, gpu.vendor, gpu.architecture)
+    if family is not None:
         return f"{family} runs"
-    return f"every GPU family's runs (none on {family}: the reference set)"
+    return f"every GPU family's runs (none on {gpu_family(gpu.vendor, gpu.architecture)}: the reference set)"
 
 
 def gpu_sources(gpu: GPUSpec) -> list[str]:
