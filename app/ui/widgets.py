@@ -74,29 +74,38 @@ _BANDED = (("tpot", "TPOT", 1e3, "ms", 1), ("ttft", "TTFT", 1e3, "ms", 0),
 
 
 def band_caption(tpot_s: float | None = None, ttft_s: float | None = None,
-                 tokens_per_s: float | None = None) -> None:
+                 tokens_per_s: float | None = None, gpu=None) -> None:
     """One caption with the 80 % band of each timed figure given (fitted on public measurements, see the
-    Model accuracy page), so that no timed number is shown without how sure it is."""
+    Model accuracy page; ``gpu``'s bands: those measured with GPU families left out where its family has
+    no runs), so that no timed number is shown
+    without how sure it is."""
     from calculators.perf.bands import timing_band
     given = {"tpot": tpot_s, "ttft": ttft_s, "throughput": tokens_per_s}
-    parts, coverage = [], 1.0
+    parts, coverage, held = [], 1.0, ""
     for metric, label, scale, unit, digits in _BANDED:
         if given[metric] is None:
             continue
-        band = timing_band(metric)
+        band = timing_band(metric, gpu)
         parts.append(f"{label} {band.range_text(given[metric], scale, unit, digits)}")
-        coverage = min(coverage, band.coverage)
+        coverage, held = min(coverage, band.coverage), band.held_out_text
     if parts:
         st.caption("80 % band from public measurements: " + " · ".join(parts) + f" (bands like these held on average "
-                   f"at least {coverage:.0%} of the measurements of each source left out of their fit; see Model "
-                   "accuracy).")
+                   f"at least {coverage:.0%} of {held}; see Model accuracy).")
 
 
-def band_factors_caption(box=st) -> None:
+def band_factors_caption(box=st, gpus=()) -> None:
     """The 80 % bands as factors, for a table of timed figures (each figure × the factors gives its band),
-    in ``box`` (a container; the page by default)."""
-    from calculators.perf.bands import timing_band
+    in ``box`` (a container; the page by default); after them, the bands of those of ``gpus`` whose family has
+    no runs (measured with GPU families left out)."""
+    from calculators.perf.bands import seen_family, timing_band
     parts = [f"{label} ×{b.low_factor:.2f}–×{b.high_factor:.2f}"
              for metric, label, *_ in _BANDED for b in [timing_band(metric)]]
+    unseen = [g for g in gpus if not seen_family(g)]
+    extra = ""
+    if unseen:
+        wide = [f"{label} ×{b.low_factor:.2f}–×{b.high_factor:.2f}"
+                for metric, label, *_ in _BANDED for b in [timing_band(metric, unseen[0])]]
+        extra = (f" For the {', '.join(g.id for g in unseen)}, whose family has no runs in the corpus: "
+                 + ", ".join(wide) + " (measured leaving each GPU family out of the fit).")
     box.caption("How sure the timed figures are: the measured value lay within " + ", ".join(parts)
-               + " of the estimate for 80 % of public measurements (see Model accuracy).")
+               + " of the estimate for 80 % of public measurements (see Model accuracy)." + extra)

@@ -17,7 +17,7 @@ from calculators.perf.accuracy import (
     accuracy_report,
     worst_rows,
 )
-from calculators.perf.bands import TAIL_LEVELS, TARGET_COVERAGE
+from calculators.perf.bands import TAIL_LEVELS, TARGET_COVERAGE, load_bands
 
 PCT = st.column_config.NumberColumn(format="percent")
 _BY = {"GPU family": "gpu_family", "Source": "source_id"}
@@ -141,9 +141,26 @@ def _skipped(r: AccuracyReport) -> None:
     st.dataframe(pd.DataFrame({"Reason": counts.index, "Rows": counts.to_numpy()}), hide_index=True,
                  key="acc_skipped")
     if unjudged := r.gpus_without_family_runs():
-        st.caption("Catalog GPUs of a family no compared row ran on, priced with every family's reference set and "
-                   "not judged here (how far off a family the fit has not seen comes out: "
+        st.caption("Catalog GPUs of a family no compared row ran on, priced with every family's reference set: no "
+                   "row judges them, and their figures carry the bands of a family left out of the fit (above; "
                    "docs/performance-model.md §11): " + ", ".join(unjudged))
+
+
+def _unseen_family(r: AccuracyReport, metric: str) -> None:
+    """Leave one GPU family out: how far off a family the fit has not seen comes out, and its band."""
+    t = r.family_held_out
+    t = t[t["metric"] == metric] if not t.empty else t
+    if t.empty:
+        return
+    st.subheader("A GPU family the fit has not seen")
+    st.caption("Each family's rows predicted by the coefficients fitted without that family, with their reference "
+               "set — how a GPU of a family without runs (a T4, an MI250X, a Gaudi, a TPU) is priced.")
+    st.dataframe(pd.DataFrame({"Family left out": t["gpu_family"], "Rows": t["n"],
+                               "Median |error|": t["median_abs_error"], "Bias": t["bias"]}),
+                 hide_index=True, column_config={"Median |error|": PCT, "Bias": PCT}, key=f"acc_family_{metric}")
+    b = getattr(load_bands().unseen_family, metric)
+    st.caption(f"80 % band of such a GPU: × {b.low_factor:.3g} … × {b.high_factor:.3g} of the estimate; bands like "
+               f"it held on average {b.coverage:.0%} of each left-out family's rows.")
 
 
 METHOD = f"""
@@ -169,6 +186,12 @@ that fit predicts the source it never saw: what the model would do on a publishe
 the {TAIL_LEVELS[0]:.0%}/{1 - TAIL_LEVELS[0]:.0%} quantiles, widened step by step (down to
 {TAIL_LEVELS[-1]:.0%}/{1 - TAIL_LEVELS[-1]:.0%}) until a band fitted without a source holds, on average over
 sources, {TARGET_COVERAGE:.0%} of that source's rows. Where even the widest does not, its coverage says so.
+
+**Leave one family out.** A GPU of a family no compared run used (a T4, an MI250X, a Gaudi, a TPU) takes the
+fit's reference set. What that costs is measured on the families that have runs: each is left out of the fit in
+turn and its rows predicted with the reference set of the fit on the others. The bands shown for such a GPU are
+fitted on those residuals the same way, every family weighted alike (and within it every source), their
+coverage judged with each family left out.
 
 **Caveats.** One publisher (InferenceX) holds most compared rows, so the overall figures mostly describe it;
 the per-source table counts each publisher once.
@@ -198,6 +221,7 @@ def render() -> None:
     _band(r, metric)
     st.subheader("Worst cases (source left out of the fit)")
     _worst(r, metric)
+    _unseen_family(r, metric)
     st.subheader("Rows compared and left out")
     _skipped(r)
     with st.expander("How this is measured"):

@@ -240,7 +240,7 @@ def render() -> None:
     except InvalidInputError as exc:
         st.error(f"Cannot plan this workload — {exc}")
         st.stop()
-    st.caption(f"Performance model: {eff_source}. {sizing_sentence(sizing)}")
+    st.caption(f"Performance model: {eff_source}. {sizing_sentence(sizing, gpus)}")
     _ranked(model, plans)
     _charts(model, gpus, plans, w, kw, key)
     fitting = [p for p in plans if p.fits]

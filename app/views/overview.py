@@ -50,7 +50,7 @@ def _recommendation(ctx, summ: dict | None, note: str | None) -> None:
     st.caption("For reference: " + "; ".join(parts) + ". The serve line below uses the recommendation.")
 
 
-def _throughput_latency(summ: dict) -> None:
+def _throughput_latency(summ: dict, gpu) -> None:
     """Throughput & latency with the recommended number of requests in flight (``llmcap perf``)."""
     st.subheader("Throughput & latency")
     p = summ["perf"]
@@ -60,7 +60,7 @@ def _throughput_latency(summ: dict) -> None:
     c[2].metric("TTFT (no queue) [ms]", f"{p['ttft_s'] * 1e3:,.1f}", help=GLOSSARY["ttft"])
     c[3].metric("TPOT [ms]", f"{p['tpot_s'] * 1e3:,.2f}", help=GLOSSARY["tpot"])
     c[4].metric("End-to-end [s]", f"{p['e2e_latency_s']:,.2f}", help=GLOSSARY["e2e"])
-    widgets.band_caption(p["tpot_s"], p["ttft_s"], p["output_tokens_per_s"])
+    widgets.band_caption(p["tpot_s"], p["ttft_s"], p["output_tokens_per_s"], gpu)
     st.caption(f"With {p['batch_size']:,} requests in flight (the recommended max_num_seqs, fully used), "
                f"{p['input_len']:,} tokens in / {p['output_len']:,} out, {p['bound']}-bound decode · "
                f"{summ['source']}. Details: Roofline & batch size, Latency budget.")
@@ -129,7 +129,7 @@ def render() -> None:
         summ, note = _summary(ctx)
         _recommendation(ctx, summ, note)
         if summ is not None:
-            _throughput_latency(summ)
+            _throughput_latency(summ, ctx.gpu)
 
         _costs(ctx)
 

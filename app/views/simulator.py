@@ -228,7 +228,7 @@ def _run(pm, ctx, source: str, input_keys: list[str], trace, num_blocks: int, bl
                   "requests": wl.num_requests, "source": source}
 
 
-def _show_run(name: str, res, offered, box) -> None:
+def _show_run(name: str, res, offered, box, gpu) -> None:
     h = explain_sim.headline(res)
     box.markdown(f"#### {name}")
     c1, c2, c3 = box.columns(3)
@@ -242,7 +242,7 @@ def _show_run(name: str, res, offered, box) -> None:
                 f"(max {res.max_queue_depth:,}); KV usage mean {res.mean_kv_usage:.0%}, max {res.max_kv_usage:.0%}; "
                 f"{res.rejected:,} rejected (longer than the whole KV cache); clock stopped at {res.elapsed_s:,.1f} s "
                 f"({res.stop_reason}).")
-    widgets.band_factors_caption(box)
+    widgets.band_factors_caption(box, [gpu])
     text = explain_sim.overload_text(res, offered)
     if text:
         box.warning(text, icon=":material/warning:")
@@ -261,7 +261,7 @@ def _show_results(ctx, source: str, input_keys: list[str]) -> None:
     runs, slo = out["runs"], out["slo"]
     cols = st.columns(len(runs))
     for box, (name, res) in zip(cols, runs.items(), strict=True):
-        _show_run(name, res, out["offered"], box)
+        _show_run(name, res, out["offered"], box, ctx.gpu)
     if len(runs) == 2:
         (na, a), (nb, b) = runs.items()
         st.subheader("Policy A beside policy B")

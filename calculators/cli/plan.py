@@ -28,7 +28,7 @@ def cmd_plan(a: argparse.Namespace) -> int:
                        max_pp=a.max_pipeline_parallel_size, max_model_len=a.max_model_len, sizing=sizing)
     front = {(p.gpu, p.layout) for p in pareto_front(plans)}
     doc = {"model": model.id, "workload": {k: v for k, v in vars(w).items()}, "summary": fleet_summary(model, plans),
-           "sizing": sizing, "sizing_note": sizing_sentence(sizing), "cost_labels": COST_LABELS,
+           "sizing": sizing, "sizing_note": sizing_sentence(sizing, gpus), "cost_labels": COST_LABELS,
            "cost_split": "GPU time split between prefill (input tokens) and decode (output tokens) by their "
                          "shares of a request cycle",
            "layouts": [{**p.as_dict(), "pareto": (p.gpu, p.layout) in front}

@@ -49,6 +49,10 @@ The method (docs/performance-model.md §11):
    median log-ratio of their rows of the same (GPU family, engine), else of the same GPU family, else of all.
    The held-out log-ratios give the 10 % and 90 % quantiles of an 80 % band ``corrected × [e^q10, e^q90]``;
    its coverage is measured on each source with quantiles from the other sources' held-out residuals.
+5. **Leave one GPU family out** (:func:`family_holdout_table`; ``loso_rows(..., by="gpu_family")``): each family's
+   rows predicted by the coefficients refitted without that family (``benchmarks/family_holdout.py --write``
+   stores them), which have no entry for it, so its GPUs take the reference set — how a GPU of a family without
+   runs (T4, MI250X, Gaudi, TPU) is priced. Its residuals give the bands such a GPU is shown with.
 
 Pure: pandas and NumPy, no Streamlit or plotly. Units: seconds and tokens/s per GPU inside, errors as fractions.
 """
@@ -56,7 +60,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
@@ -65,13 +69,12 @@ import pandas as pd
 
 from calculators.errors import InvalidInputError
 from calculators.perf import serving
-from calculators.perf.bands import TAIL_LEVELS, band_edges, fit_band, held_out_coverage, share_inside
+from calculators.perf.bands import TAIL_LEVELS, band_edges, fit_band, held_out_coverage, seen_family, share_inside
 from calculators.perf.coefficients import (
     DEFAULT_ENGINE,
     Profile,
     engine_generation,
     engine_release,
-    gpu_family,
     load_fit,
 )
 from calculators.perf.measurements import GPUS, measurements_frame
@@ -726,37 +729,44 @@ def fit_correction(train: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
                         index=rows.index)
 
 
-def _repredict(held: pd.DataFrame, profile: Profile) -> pd.DataFrame:
+def _repredict(held: pd.DataFrame, profile: Profile, level: str) -> pd.DataFrame:
     """``held``'s rows (one per row and metric, as :func:`predict` gives them) predicted again with ``profile``:
-    ``log_correction`` = ln(new / old prediction) and its ``correction_level``."""
+    ``log_correction`` = ln(new / old prediction) and its ``correction_level`` (``level``)."""
     wide = pd.concat([_predict_config(g, Efficiencies(), profile)
                       for _, g in held.groupby(CONFIG, dropna=False, sort=False)]).loc[held.index]
     column = {m: f"predicted_{m}" + ("" if m == "throughput" else "_s") for m in METRICS}
     new = np.array([wide.at[i, column[m]] for i, m in zip(held.index, held["metric"], strict=True)], dtype=float)
     return pd.DataFrame({"log_correction": np.log(new / held["predicted"].to_numpy(float)),
-                         "correction_level": "refit without the source"}, index=held.index)
+                         "correction_level": level}, index=held.index)
 
 
-def _refit_rows(pred: pd.DataFrame, refits: dict[str, Profile | None]) -> list[pd.DataFrame]:
-    """Each source's rows predicted by the profile fitted without it; a source with no stored refit is left
-    as predicted (level ``"no refit stored (in-sample)"``)."""
-    parts = []
-    for source, held in pred.groupby("source_id", sort=False):
-        profile = refits.get(str(source))
-        parts.append(_repredict(held, profile) if profile is not None else pd.DataFrame(
+#: What a held-out group is: a source (leave one source out) or a GPU family (leave one family out).
+HELD_OUT_BY = {"source_id": "source", "gpu_family": "family"}
+
+
+def _refit_rows(pred: pd.DataFrame, refits: dict[str, Profile | None], by: str) -> list[pd.DataFrame]:
+    """Each group's rows (``by``: a source or a GPU family) predicted by the profile fitted without it; a group
+    with no stored refit is left as predicted (level ``"no refit stored (in-sample)"``)."""
+    parts, level = [], f"refit without the {HELD_OUT_BY[by]}"
+    for group, held in pred.groupby(by, sort=False):
+        profile = refits.get(str(group))
+        parts.append(_repredict(held, profile, level) if profile is not None else pd.DataFrame(
             {"log_correction": 0.0, "correction_level": "no refit stored (in-sample)"}, index=held.index))
     return parts
 
 
-def loso_rows(pred: pd.DataFrame, refits: dict[str, Profile | None] | None = None) -> pd.DataFrame:
+def loso_rows(pred: pd.DataFrame, refits: dict[str, Profile | None] | None = None,
+              by: str = "source_id") -> pd.DataFrame:
     """``pred`` with each source's rows predicted without that source: by the coefficients refitted without
     it (``refits``: source → profile, as ``performance_fit.toml`` stores them), or, without refits (a set of
     efficiencies of the caller's), corrected by :func:`fit_correction` fitted on the other sources' rows of the
-    same metric. Adds ``log_correction`` (ln of held-out ÷ shipped prediction), ``correction_level``,
+    same metric. ``by="gpu_family"`` holds out GPU families instead (``refits``: family → the profile fitted
+    without its rows, which has no entry for it: its rows take the reference set, as a GPU of a family without
+    runs does). Adds ``log_correction`` (ln of held-out ÷ shipped prediction), ``correction_level``,
     ``corrected``, ``loso_error`` = corrected/measured − 1, ``loso_log_ratio`` = ln(measured/corrected)."""
     parts = []
     if refits is not None:
-        parts = _refit_rows(pred, refits)
+        parts = _refit_rows(pred, refits, by)
     else:
         for (metric, source), held in pred.groupby(["metric", "source_id"], sort=False):
             train = pred[(pred["metric"] == metric) & (pred["source_id"] != source)]
@@ -905,6 +915,7 @@ class AccuracyReport:
     band: pd.DataFrame
     coverage: pd.DataFrame
     targets: pd.DataFrame
+    family_held_out: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def per_source(self, stage: str = "LOSO") -> pd.DataFrame:
         """:func:`per_source_view` of the LOSO table (``stage`` ``"LOSO"``) or the uncorrected one."""
@@ -916,9 +927,10 @@ class AccuracyReport:
 
     def gpus_without_family_runs(self) -> list[str]:
         """Catalog GPUs of a family no compared row ran on (T4's Turing, MI250X's CDNA2, Gaudi, TPU): the model
-        prices them with the reference set, fitted on the other families' runs, and nothing here judges that."""
-        seen = set(self.predictions["gpu_family"])
-        return [g.id for g in load_gpus().values() if gpu_family(g.vendor, g.architecture) not in seen]
+        prices them with the reference set, fitted on the other families' runs, and nothing here judges that.
+        Read from the shipped fit's family entries (:func:`calculators.perf.bands.seen_family`), as the pages,
+        bands and quote read it; a test holds them to the families of the compared rows."""
+        return [g.id for g in load_gpus().values() if not seen_family(g)]
 
     def measured_keys(self) -> pd.DataFrame:
         """How many compared points used each measured key, per metric."""
@@ -942,20 +954,39 @@ class AccuracyReport:
             "band_coverage": _records(self.coverage),
             "worst": _records(self.worst),
             "gpus_without_family_runs": self.gpus_without_family_runs(),
+            "leave_one_family_out": {"definition": "each GPU family's rows predicted by the coefficients refitted "
+                                                   "without that family, with their reference set (as a GPU of a "
+                                                   "family without runs is)",
+                                     "rows": _records(self.family_held_out)},
             "per_source": {"definition": "median over sources of each source's median |error| (and bias)",
                            "uncorrected": _records(self.per_source("uncorrected")),
                            "leave_one_source_out": _records(self.per_source("LOSO"))},
         }
 
 
-def assemble(screened: Screened, uncorrected: pd.DataFrame, loso: LosoResult) -> AccuracyReport:
-    """The report from its parts (the screened corpus, the uncorrected table, the LOSO result), with the
-    target checks of both tables."""
+def family_holdout_table(pred: pd.DataFrame, refits: dict[str, Profile | None]) -> pd.DataFrame:
+    """Leave one GPU family out: each family's rows predicted by ``refits[family]`` (the fit without its rows,
+    so with the reference set, as a GPU of a family without runs is priced). Per family and metric: n, median
+    |error| and bias (median signed error). Families without a refit are left out."""
+    cols = ["gpu_family", "metric", "n", "median_abs_error", "bias"]
+    held = loso_rows(pred[pred["gpu_family"].isin([f for f, p in refits.items() if p is not None])], refits,
+                     by="gpu_family")
+    if held.empty:
+        return pd.DataFrame(columns=cols)
+    g = held.groupby(["gpu_family", "metric"])["loso_error"]
+    return g.agg(n="size", median_abs_error=lambda e: e.abs().median(), bias="median").reset_index()[cols]
+
+
+def assemble(screened: Screened, uncorrected: pd.DataFrame, loso: LosoResult,
+             family_held_out: pd.DataFrame | None = None) -> AccuracyReport:
+    """The report from its parts (the screened corpus, the uncorrected table, the LOSO result and the leave-one-
+    family-out table), with the target checks of both error tables."""
     targets = pd.concat([target_checks(uncorrected, "uncorrected"), target_checks(loso.table, "LOSO")],
                         ignore_index=True)
     return AccuracyReport(comparable_rows=len(screened.rows), skipped=screened.skipped, predictions=loso.rows,
                           uncorrected=uncorrected, loso=loso.table, worst=loso.worst, band=loso.band,
-                          coverage=loso.coverage, targets=targets)
+                          coverage=loso.coverage, targets=targets,
+                          family_held_out=pd.DataFrame() if family_held_out is None else family_held_out)
 
 
 def accuracy_report(frame: pd.DataFrame | None = None, efficiencies: Efficiencies | None = None,
@@ -965,7 +996,8 @@ def accuracy_report(frame: pd.DataFrame | None = None, efficiencies: Efficiencie
     screened = screen(frame)
     pred = predict(screened.rows, efficiencies)
     refits = shipped_refits(pred) if efficiencies is None else None
-    return assemble(screened, error_table(pred), leave_one_source_out(pred, worst, refits))
+    families = family_holdout_table(pred, shipped_family_refits(pred)) if efficiencies is None else None
+    return assemble(screened, error_table(pred), leave_one_source_out(pred, worst, refits), families)
 
 
 def shipped_refits(pred: pd.DataFrame) -> dict[str, Profile | None]:
@@ -974,8 +1006,14 @@ def shipped_refits(pred: pd.DataFrame) -> dict[str, Profile | None]:
     return {str(s): fit.without(str(s)) for s in pred["source_id"].unique()}
 
 
-__all__ = ["ALL", "BIAS_TARGET", "FAMILIES", "LABELS", "METRICS", "TARGETS", "UNITS",
-           "AccuracyReport", "LosoResult", "Screened", "accuracy_report", "assemble", "band_coverage",
-           "comparable_rows", "error_table", "fit_correction", "kv_dtype_for", "leave_one_source_out", "loso_rows",
-           "per_source_view", "predict", "quantization_for", "residual_band", "resolve_model", "screen", "signed_error",
-           "shipped_refits", "skipped_rows", "target_checks", "worst_rows"]
+def shipped_family_refits(pred: pd.DataFrame) -> dict[str, Profile | None]:
+    """GPU family → the shipped fit file's profile fitted without its rows (None where the file has none)."""
+    fit = load_fit()
+    return {str(f): fit.without_family(str(f)) for f in pred["gpu_family"].unique()}
+
+
+__all__ = ["ALL", "BIAS_TARGET", "FAMILIES", "LABELS", "METRICS", "TARGETS", "UNITS", "AccuracyReport", "LosoResult",
+           "Screened", "accuracy_report", "assemble", "band_coverage", "comparable_rows", "error_table",
+           "family_holdout_table", "fit_correction", "kv_dtype_for", "leave_one_source_out", "loso_rows",
+           "per_source_view", "predict", "quantization_for", "residual_band", "resolve_model", "screen",
+           "signed_error", "shipped_family_refits", "shipped_refits", "skipped_rows", "target_checks", "worst_rows"]

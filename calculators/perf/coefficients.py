@@ -19,7 +19,7 @@ from functools import cache
 from importlib.resources import files
 from typing import Annotated, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from calculators.errors import InvalidInputError
 
@@ -130,8 +130,26 @@ class HeldOut(BaseModel):
     profile: Profile
 
 
+class HeldOutFamily(BaseModel):
+    """The profile refitted without one GPU family's rows (leave one family out): it has no entry for the
+    family, so the family's GPUs take its reference set, as a GPU of a family without runs does."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    family: str = Field(min_length=1)
+    profile: Profile
+
+    @model_validator(mode="after")
+    def _unseen(self) -> HeldOutFamily:
+        if self.family in self.profile.family:
+            raise ValueError(f"the refit without {self.family} has an entry for {self.family}")
+        return self
+
+
 class FitFile(BaseModel):
-    """``performance_fit.toml``: provenance, the shipped profile and the held-out refits."""
+    """``performance_fit.toml``: provenance, the shipped profile and the held-out refits (one per source left
+    out, written by ``benchmarks/fit_performance.py``; one per GPU family left out, by
+    ``benchmarks/family_holdout.py --write``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -141,10 +159,15 @@ class FitFile(BaseModel):
     script: str = Field(min_length=1)
     shipped: Profile
     held_out: list[HeldOut] = []
+    held_out_family: list[HeldOutFamily] = []
 
     def without(self, source: str) -> Profile | None:
         """The profile fitted without ``source``, None when the file has none."""
         return next((h.profile for h in self.held_out if h.source == source), None)
+
+    def without_family(self, family: str) -> Profile | None:
+        """The profile fitted without GPU family ``family``'s rows, None when the file has none."""
+        return next((h.profile for h in self.held_out_family if h.family == family), None)
 
 
 def parse_toml_as(schema: type[M], text: str, name: str) -> M:
@@ -247,6 +270,6 @@ def resolved(profile: Profile, vendor: str, architecture: str, engine: str,
 
 
 __all__ = ["COMPUTE_SHARES", "DEFAULT_ENGINE", "FIT_FILE", "GPU_SIDE_COSTS", "SOFTWARE_COSTS", "FactorEntry",
-           "FamilyEntry", "FitFile", "HeldOut",
+           "FamilyEntry", "FitFile", "HeldOut", "HeldOutFamily",
            "Profile", "ReferenceSet", "engine_generation", "gpu_family", "load_fit", "parse_fit_file", "parse_toml_as",
            "fitted_on", "resolved"]

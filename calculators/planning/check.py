@@ -105,7 +105,7 @@ def simulate_plan(model: ModelSpec, gpu: GPUSpec, plan: LayoutPlan, w: Workload,
     policy = ContinuousBatching(max_num_seqs=plan.batch_size, max_num_batched_tokens=max(budget, plan.batch_size),
                                 num_blocks=pools * int(cap.binding.num_blocks), block_size=int(cap.settings.block_size))
     warmup = WARMUP_SHARE * duration
-    res = simulate(sized_model(r, plan.sizing), wl, policy, duration_s=duration, warmup_s=warmup)
+    res = simulate(sized_model(r, plan.sizing, gpu), wl, policy, duration_s=duration, warmup_s=warmup)
     return SimCheck(replica_rate_per_s=rate, duration_s=duration, warmup_s=warmup,
                     plan_ttft_p99_s=plan.ttft_p99_s, sim_ttft_p99_s=_finite(res.latency["ttft"]["p99"]),
                     plan_tpot_s=plan.tpot_s, sim_tpot_p99_s=_finite(res.latency["tpot"]["p99"]),

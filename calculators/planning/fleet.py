@@ -273,7 +273,7 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
                  kv_cache_dtype=kv_cache_dtype, efficiencies=efficiencies or Efficiencies(),
                  max_num_batched_tokens=cap.settings.max_num_batched_tokens, enable_dp_attention=layout.dp_attention)
     plan.compute_dtype = r.dtype_used
-    pm = sized_model(r, sizing)
+    pm = sized_model(r, sizing, g)
     b = batch_candidates(int(limit))
     m = slot_view(pm, serving_metrics(pm, b, w.input_len, w.output_len), b, w.output_len)
     tpot_eff = m["tpot_s"]  # under load: the prefill of arriving prompts mixed into the steps
@@ -318,9 +318,9 @@ def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline,
     plan.ttft_p99_s = _p99_ttft_s(w, replicas, plan.ttft_s, m["slot_time_s"], batch, factor)
     est = m if pm is r else {k: float(v) for k, v in slot_view(
         r, serving_metrics(r, batch, w.input_len, w.output_len), batch, w.output_len).items()}
-    plan.tpot_band_low_s, plan.tpot_band_high_s = band_edges_s("tpot", est["tpot_s"])
+    plan.tpot_band_low_s, plan.tpot_band_high_s = band_edges_s("tpot", est["tpot_s"], r.gpu)
     plan.ttft_p99_band_low_s, plan.ttft_p99_band_high_s = band_edges_s(
-        "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], est["slot_time_s"], batch, factor))
+        "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], est["slot_time_s"], batch, factor), r.gpu)
     terms = r.decode_breakdown(batch, w.input_len + w.output_len / 2)
     plan.allreduce_s, plan.bubble_fraction = float(terms["allreduce_s"]), float(terms["bubble_fraction"])
     plan.replica_requests_per_s = m["requests_per_s"]

@@ -17,6 +17,7 @@ planner itself does not know which model it holds.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -24,9 +25,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
-from calculators.perf.bands import timing_band
+from calculators.perf.bands import seen_family, timing_band
 from calculators.perf.model import PerformanceModel, StepTimeMixin
 from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS
+from calculators.specs.schema import GPUSpec
 
 Sizing = Literal["estimate", "conservative"]
 SIZINGS: tuple[str, ...] = ("estimate", "conservative")
@@ -68,33 +70,56 @@ class ScaledModel(StepTimeMixin):
                                                                prompt_tokens)
 
 
-def pessimistic_factors() -> tuple[float, float]:
-    """``(step, prefill)`` factors of conservative sizing: the TPOT and TTFT bands' pessimistic edges."""
-    return timing_band("tpot").pessimistic_factor, timing_band("ttft").pessimistic_factor
+def pessimistic_factors(gpu: GPUSpec | None = None) -> tuple[float, float]:
+    """``(step, prefill)`` factors of conservative sizing: the TPOT and TTFT bands' pessimistic edges (``gpu``'s
+    bands: those measured with GPU families left out where its family has no runs)."""
+    return timing_band("tpot", gpu).pessimistic_factor, timing_band("ttft", gpu).pessimistic_factor
 
 
-def sized_model(pm: PerformanceModel, sizing: str) -> PerformanceModel:
-    """``pm`` itself for ``"estimate"``; ``pm`` stretched to the bands' pessimistic edge for ``"conservative"``."""
+def sized_model(pm: PerformanceModel, sizing: str, gpu: GPUSpec | None = None) -> PerformanceModel:
+    """``pm`` itself for ``"estimate"``; ``pm`` stretched to the pessimistic edge of ``gpu``'s bands for
+    ``"conservative"``."""
     if sizing == "estimate":
         return pm
     if sizing == "conservative":
-        return ScaledModel(pm, *pessimistic_factors())
+        return ScaledModel(pm, *pessimistic_factors(gpu))
     raise InvalidInputError("sizing", sizing, "estimate or conservative")
 
 
-def sizing_sentence(sizing: str) -> str:
-    """What the plan was sized on, in one sentence with the bands' factors and coverage (for pages and quotes)."""
+def _unseen_sentence(sizing: str, gpus: Sequence[GPUSpec]) -> str:
+    """For the GPUs among ``gpus`` whose family has no runs: which bands apply to them instead."""
+    names = list(dict.fromkeys(g.id for g in gpus if not seen_family(g)))
+    if not names:
+        return ""
+    unseen = next(g for g in gpus if not seen_family(g))
+    tpot, ttft = timing_band("tpot", unseen), timing_band("ttft", unseen)
+    which = ", ".join(names)
+    if sizing == "conservative":
+        use = (f"every engine step × {tpot.pessimistic_factor:.2f} and prefills that run alone × "
+               f"{ttft.pessimistic_factor:.2f}")
+    else:
+        use = (f"TPOT ×{tpot.low_factor:.2f}–×{tpot.high_factor:.2f}, TTFT ×{ttft.low_factor:.2f}–"
+               f"×{ttft.high_factor:.2f}")
+    return (f" For the {which}, whose family has no runs in the corpus, the bands measured with each GPU family "
+            f"left out of the fit apply ({use}; they held on average {100 * tpot.coverage:.0f} % (TPOT) and "
+            f"{100 * ttft.coverage:.0f} % (TTFT) of each left-out family's measurements).")
+
+
+def sizing_sentence(sizing: str, gpus: Sequence[GPUSpec] = ()) -> str:
+    """What the plan was sized on, in one sentence with the bands' factors and coverage (for pages and quotes),
+    and, where one of ``gpus`` (the GPU types planned) has a family without runs, the bands it takes instead."""
     tpot, ttft = timing_band("tpot"), timing_band("ttft")
     held = (f"80 % bands held on average {100 * tpot.coverage:.0f} % (TPOT) and {100 * ttft.coverage:.0f} % (TTFT) "
             "of the measurements of each public source left out of their fit")
     if sizing == "conservative":
         return (f"Conservative sizing: every engine step × {tpot.pessimistic_factor:.2f} (the TPOT band's "
                 f"pessimistic edge) and prefills that run alone × {ttft.pessimistic_factor:.2f} (the TTFT band's); "
-                f"the model's {held}.")
-    return f"Sized on the model's estimate; its {held}. Conservative sizing sizes for their pessimistic edge."
+                f"the model's {held}." + _unseen_sentence(sizing, gpus))
+    return (f"Sized on the model's estimate; its {held}." + _unseen_sentence(sizing, gpus)
+            + " Conservative sizing sizes for their pessimistic edge.")
 
 
-def band_edges_s(metric: str, estimate_s: float) -> tuple[float, float]:
-    """``(low, high)`` of the 80 % band of ``metric`` (``"tpot"`` or ``"ttft"``) around an estimate [s]."""
-    lo, hi = timing_band(metric).edges(estimate_s)
+def band_edges_s(metric: str, estimate_s: float, gpu: GPUSpec | None = None) -> tuple[float, float]:
+    """``(low, high)`` of ``gpu``'s 80 % band of ``metric`` (``"tpot"`` or ``"ttft"``) around an estimate [s]."""
+    lo, hi = timing_band(metric, gpu).edges(estimate_s)
     return float(lo), float(hi)

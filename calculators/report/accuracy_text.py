@@ -16,6 +16,7 @@ from calculators.perf.accuracy import (
     AccuracyReport,
     worst_rows,
 )
+from calculators.perf.bands import load_bands
 
 BY = {"gpu_family": "gpu_family", "source": "source_id"}
 """``--by`` choice → column of the error tables."""
@@ -121,9 +122,31 @@ def skipped_lines(report: AccuracyReport) -> list[str]:
     lines = [f"{report.comparable_rows} of {total} corpus rows comparable; {len(report.skipped)} skipped:"]
     lines += [f"  {n:6d}  {reason}" for reason, n in report.skipped_by_reason().items()]
     if unjudged := report.gpus_without_family_runs():
-        lines += ["", "Catalog GPUs of a family no compared row ran on (priced with every family's reference set, "
-                  "not judged here; how far off an unseen family comes out: docs/performance-model.md §11): "
-                  + ", ".join(unjudged)]
+        lines += ["", "Catalog GPUs of a family no compared row ran on (priced with every family's reference set; "
+                  "no row judges them, their bands are those of a family left out, above; "
+                  "docs/performance-model.md §11): " + ", ".join(unjudged)]
+    return lines
+
+
+def family_lines(report: AccuracyReport, metrics: tuple[str, ...] = METRICS) -> list[str]:
+    """Leave one GPU family out: each family's median |error| (bias) per metric when the fit has not seen it, and
+    the 80 % bands a GPU of a family without runs is shown with."""
+    t = report.family_held_out
+    if t.empty:
+        return []
+    shown = [m for m in metrics if (t["metric"] == m).any()]
+    lines = ["A GPU family the fit has not seen (each family's rows predicted by the coefficients refitted without "
+             "it, with their reference set, as a GPU of a family without runs is): median |error| (bias)",
+             f"  {'family':<18} " + " ".join(f"{LABELS[m]:>22}" for m in shown)]
+    for family, g in t.groupby("gpu_family", sort=True):
+        cells = g.set_index("metric")
+        lines.append(f"  {family:<18} " + " ".join(
+            f"{(_pct(cells.at[m, 'median_abs_error']) + ' (' + _pct(cells.at[m, 'bias'], True) + ')'):>22}"
+            if m in cells.index else f"{'—':>22}" for m in shown))
+    bands = load_bands().unseen_family
+    lines.append("  80 % bands of such a GPU (share of a left-out family's rows inside, on average): " + ", ".join(
+        f"{LABELS[m]} × {getattr(bands, m).low_factor:.3g} … × {getattr(bands, m).high_factor:.3g} "
+        f"({_pct(getattr(bands, m).coverage)})" for m in shown))
     return lines
 
 
@@ -143,5 +166,7 @@ def report_lines(report: AccuracyReport, metrics: tuple[str, ...] = METRICS, by:
         lines.append("")
     one = metrics[0] if len(metrics) == 1 else None
     lines += [f"Worst {worst} rows left out of the fit (by |ln(measured / held-out prediction)|)"]
-    lines += worst_lines(report, one, worst) + [""] + skipped_lines(report)
-    return lines
+    lines += worst_lines(report, one, worst) + [""]
+    if family := family_lines(report, metrics):
+        lines += [*family, ""]
+    return lines + skipped_lines(report)

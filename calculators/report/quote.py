@@ -148,7 +148,8 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
         "schema_version": SCHEMA_VERSION, "date": (date or dt.date.today()).isoformat(),
         "customer": customer, "prepared_by": prepared_by, "notes": notes, "permalink": permalink,
         "inputs": inputs, "chosen": plan.as_dict() if plan else None,
-        "costs": cost_rows(plan) if fits and plan else [], "timing": _timing(plan, sizing) if fits and plan else [],
+        "costs": cost_rows(plan) if fits and plan else [],
+        "timing": _timing(plan, sizing, chosen_gpu) if fits and plan else [],
         "vllm_serve": serve_line(plan, model.id, name) if fits and plan else "",
         "math": math_chain(plan, w, utilisation_cap=utilisation_cap, n_plus_one=n_plus_one) if fits and plan else [],
         "assumptions": list(ASSUMPTIONS) + ([DP_ATTENTION_ASSUMPTION] if plan and plan.dp_attention else []),
@@ -158,18 +159,18 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
     }
 
 
-def _timing(plan: LayoutPlan, sizing: str) -> list[str]:
-    """The sizing used and the chosen layout's TPOT and p99 TTFT with their 80 % bands (around the estimate)."""
+def _timing(plan: LayoutPlan, sizing: str, gpu: GPUSpec | None) -> list[str]:
+    """The sizing used and the chosen layout's TPOT and p99 TTFT with their 80 % bands (around the estimate, the
+    bands of ``gpu``, the chosen layout's GPU)."""
     assert plan.tpot_s is not None and plan.ttft_p99_s is not None  # a fitting plan is sized
-    tpot, ttft = timing_band("tpot"), timing_band("ttft")
+    tpot, ttft = timing_band("tpot", gpu), timing_band("ttft", gpu)
     lo, hi = plan.tpot_band_low_s or 0.0, plan.tpot_band_high_s or 0.0
     tlo, thi = plan.ttft_p99_band_low_s or 0.0, plan.ttft_p99_band_high_s or 0.0
-    return [sizing_sentence(sizing),
+    return [sizing_sentence(sizing, [gpu] if gpu else []),
             f"TPOT {plan.tpot_s * 1e3:,.1f} ms as sized; the estimate's 80 % band {lo * 1e3:,.1f}–{hi * 1e3:,.1f} ms "
-            f"(held on average {tpot.coverage:.0%} of each public source's measurements when left out of its fit)",
+            f"(bands like it held on average {tpot.coverage:.0%} of {tpot.held_out_text})",
             f"p99 TTFT {plan.ttft_p99_s * 1e3:,.0f} ms as sized; the estimate's 80 % band {tlo * 1e3:,.0f}–"
-            f"{thi * 1e3:,.0f} ms (held on average {ttft.coverage:.0%} of each public source's measurements when left "
-            "out of its fit)"]
+            f"{thi * 1e3:,.0f} ms (bands like it held on average {ttft.coverage:.0%} of {ttft.held_out_text})"]
 
 
 def _money(x: float | None, digits: int = 2) -> str:

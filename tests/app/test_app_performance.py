@@ -45,6 +45,17 @@ def test_a_gpu_family_without_runs_says_it_takes_the_reference_set(make_app):
     at = _page(make_app, ROOF, model="meta-llama/Llama-3.1-8B", gpu="T4")
     assert any("for the T4, every GPU family's runs (none on NVIDIA Turing: the reference set)" in c.value
                for c in at.caption)
+    # and its timed figures carry the band measured with each GPU family left out of the fit (a 1B model: the
+    # 8B one's 16 GB of weights leave a 16 GB T4 no KV cache)
+    from calculators.perf.bands import load_bands
+    at = _page(make_app, ROOF, model="meta-llama/Llama-3.2-1B", gpu="T4")
+    caption = next(c.value for c in at.caption if c.value.startswith("80 % band from public measurements"))
+    assert "each GPU family left out of the fit" in caption
+    import re
+    tpot = float(metrics(at)["TPOT at the knee [ms]"].replace(",", ""))
+    lo, hi = (float(x.replace(",", "")) for x in re.search(r"TPOT ([\d.,]+)–([\d.,]+) ms", caption).groups())
+    unseen = load_bands().unseen_family.tpot
+    assert abs(lo - tpot * unseen.low_factor) < 0.1 and abs(hi - tpot * unseen.high_factor) < 0.1
 
 
 def test_model_that_does_not_fit_is_a_message(make_app):

@@ -195,8 +195,11 @@ def test_accuracy_page_shows_the_scoreboard(make_app):
     at.switch_page("views/accuracy.py").run(timeout=120)
     assert not at.exception
     assert at.title[0].value and at.dataframe and at.get("plotly_chart")
-    # the GPUs no row judges are named (their family has no compared run)
-    assert any("not judged here" in c.value and "T4" in c.value and "MI250X" in c.value for c in at.caption)
+    # the GPUs no row judges are named (their family has no compared run), and how far off an unseen family
+    # comes out is shown with the band such a GPU takes
+    assert any("no row judges them" in c.value and "T4" in c.value and "MI250X" in c.value for c in at.caption)
+    assert any(c.value.startswith("80 % band of such a GPU") for c in at.caption)
+    assert any(s.value == "A GPU family the fit has not seen" for s in at.subheader)
 
 
 def test_log_of_another_model_warns_and_offers_to_switch(make_app):

@@ -12,6 +12,7 @@ import pytest
 
 from calculators.perf.accuracy import (
     ALL,
+    METRICS,
     AccuracyReport,
     accuracy_report,
     comparable_rows,
@@ -464,9 +465,30 @@ def test_the_report_names_the_catalog_gpus_no_row_judges(report):
     # the family fitted on L40S runs, so it is not listed, nor is an H100.
     unjudged = report.gpus_without_family_runs()
     assert {"T4", "MI250X", "Gaudi2", "TPU-v5e"} <= set(unjudged)
+    # the fit's family entries (which the list reads) are the families of the compared rows
+    assert set(load_fit().shipped.family) == set(report.predictions["gpu_family"])
     assert not {"L4", "RTX-4090", "H100-SXM", "MI355X"} & set(unjudged)
     assert report.to_json()["gpus_without_family_runs"] == unjudged
     assert any(line.endswith(", ".join(unjudged)) for line in skipped_lines(report))
+
+
+def test_each_family_left_out_is_predicted_with_the_reference_set_of_the_fit_without_it(report):
+    # The fit file stores one refit per GPU family with compared rows, none with an entry for its own family;
+    # the report's table comes from them: every family, every metric it has rows of.
+    fit = load_fit()
+    families = set(report.predictions["gpu_family"])
+    assert {h.family for h in fit.held_out_family} == families
+    t = report.family_held_out
+    assert set(t["gpu_family"]) == families and set(t["metric"]) == set(METRICS)
+    assert report.to_json()["leave_one_family_out"]["rows"][0].keys() >= {"gpu_family", "metric", "bias"}
+    # the same as predicting Ada's TPOT rows with the refit without Ada directly (it has no Ada entry)
+    ada = report.predictions[(report.predictions["gpu_family"] == "NVIDIA Ada")
+                             & (report.predictions["metric"] == "tpot")]
+    again = predict(comparable_rows().loc[lambda f: f["row_id"].isin(ada["row_id"])],
+                    profile=fit.without_family("NVIDIA Ada"))
+    again = again[again["metric"] == "tpot"]
+    row = t[(t["gpu_family"] == "NVIDIA Ada") & (t["metric"] == "tpot")].iloc[0]
+    assert row["n"] == len(again) and row["median_abs_error"] == pytest.approx(again["error"].abs().median())
 
 
 def test_loso_with_refits_predicts_each_source_by_the_profile_fitted_without_it():

@@ -14,10 +14,12 @@ from calculators.perf.bands import (
     held_out_coverage,
     load_bands,
     parse_band_file,
+    seen_family,
     source_weights,
     timing_band,
     weighted_quantile,
 )
+from calculators.specs.catalog import get_gpu
 
 GOOD = """fitted = 2026-12-01
 corpus = "test"
@@ -46,6 +48,30 @@ coverage = 0.9
 row_coverage = 0.9
 n_rows = 10
 n_sources = 3
+[unseen_family.tpot]
+low_factor = 0.5
+high_factor = 2.0
+tail = 0.05
+coverage = 0.8
+row_coverage = 0.8
+n_rows = 10
+n_sources = 3
+[unseen_family.ttft]
+low_factor = 0.4
+high_factor = 2.5
+tail = 0.05
+coverage = 0.8
+row_coverage = 0.8
+n_rows = 10
+n_sources = 3
+[unseen_family.throughput]
+low_factor = 0.3
+high_factor = 1.5
+tail = 0.05
+coverage = 0.8
+row_coverage = 0.8
+n_rows = 10
+n_sources = 3
 """
 
 
@@ -60,6 +86,36 @@ def test_weighted_quantile_by_hand():
 
 def test_every_source_counts_once():
     assert list(source_weights(["a", "a", "a", "a", "b"])) == [0.25, 0.25, 0.25, 0.25, 1.0]
+
+
+def test_every_family_counts_once_and_its_sources_alike():
+    # family A: source s with 2 rows, t with 1 → s's rows 1/2 × 1/2, t's row 1/2; family B's one row 1
+    assert list(source_weights(["A", "B", "A", "A"], ["s", "u", "t", "s"])) == [0.25, 1.0, 0.5, 0.25]
+
+
+def test_fit_band_holds_out_groups_with_sources_weighted_within():
+    # Family A: source s (ten rows at 0.1) and source t (one row at 0.5); families B (±0.2), C (±0.3).
+    # Weighted within A, t's one row counts as much as s's ten: A's residuals weigh 0.1 and 0.5 half each.
+    lr = pd.Series([0.1] * 10 + [0.5, 0.2, -0.2, 0.3, -0.3])
+    family = pd.Series(["A"] * 11 + ["B", "B", "C", "C"])
+    source = pd.Series(["s"] * 10 + ["t", "u", "u", "v", "v"])
+    e = fit_band(lr, family, within=source)
+    # At tail 10 %: A held out, B and C's four values weigh alike (midpoints 1/8 … 7/8), edges held flat at
+    # ±0.3: s's ten rows inside, t's 0.5 outside (10 of 11). B held out: A and C give -0.3 at midpoint 1/8 and
+    # 0.5 at 7/8, so edges -0.3 and 0.5: both inside. C held out: A and B give edges -0.2 and 0.5: -0.3 outside,
+    # 0.3 inside (1/2). Mean over families (10/11 + 1 + 1/2) / 3 = 0.803: the 80 % target at the first tail.
+    assert e.tail == 0.10 and e.coverage == pytest.approx((10 / 11 + 1 + 0.5) / 3)
+    assert (e.n_rows, e.n_sources) == (15, 4)
+
+
+def test_a_gpu_of_a_family_without_runs_takes_the_unseen_family_band():
+    f = load_bands()
+    t4, h100 = timing_band("tpot", get_gpu("T4")), timing_band("tpot", get_gpu("H100"))
+    assert (t4.low_factor, t4.high_factor) == (f.unseen_family.tpot.low_factor, f.unseen_family.tpot.high_factor)
+    assert (h100.low_factor, h100.high_factor) == (f.tpot.low_factor, f.tpot.high_factor)
+    assert t4.held_out == "family" and "GPU family" in t4.held_out_text
+    assert h100.held_out == "source" and "public source" in h100.held_out_text
+    assert not seen_family(get_gpu("T4")) and seen_family(get_gpu("H100"))
 
 
 def _pairs(halves: dict[str, float]) -> tuple[pd.Series, pd.Series]:
@@ -119,8 +175,8 @@ def test_range_text_reads_as_a_range():
 def test_shipped_file_is_valid_and_ordered():
     f = load_bands()
     for m in ("tpot", "ttft", "throughput"):
-        e = getattr(f, m)
-        assert 0 < e.low_factor <= e.high_factor and 0 <= e.coverage <= 1 and e.n_sources >= 2
+        for e in (getattr(f, m), getattr(f.unseen_family, m)):
+            assert 0 < e.low_factor <= e.high_factor and 0 <= e.coverage <= 1 and e.n_sources >= 2
 
 
 @pytest.mark.parametrize("bad, field", [

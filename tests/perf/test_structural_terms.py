@@ -208,3 +208,16 @@ def test_a_fit_above_the_datasheet_or_with_negative_costs_is_refused_with_the_re
     family = '[shipped.family."AMD CDNA3"]\ncompute = 0.5\nmemory = 0.5\noverhead_factor = {factor}\n'
     with pytest.raises(InvalidInputError, match='family.AMD CDNA3.overhead_factor.*not positive'):
         parse_fit_file(FIT.format(memory=0.8, step=1e-3) + family.format(factor=0.0))
+
+
+def test_a_family_refit_that_saw_its_family_is_refused():
+    # the profile fitted without AMD CDNA3 cannot carry an AMD CDNA3 entry: it would not price CDNA3 as unseen
+    shipped = FIT.format(memory=0.8, step=1e-3)
+    refit = "\n".join(line.replace("[shipped.", "[held_out_family.profile.") for line in shipped.splitlines()
+                      if line.startswith(("[shipped.", "compute", "memory", "step_", "layer_", "sequence_",
+                                          "allreduce", "attention_", "moe_", "mla_", "request_", "prefill_", "fp")))
+    block = '\n[[held_out_family]]\nfamily = "AMD CDNA3"\n' + refit + "\n"
+    assert parse_fit_file(shipped + block).without_family("AMD CDNA3") is not None
+    seen = '[held_out_family.profile.family."AMD CDNA3"]\ncompute = 0.5\nmemory = 0.5\n'
+    with pytest.raises(InvalidInputError, match="held_out_family.0.*has an entry for AMD CDNA3"):
+        parse_fit_file(shipped + block + seen)

@@ -78,6 +78,23 @@ def test_conservative_plan_sits_on_the_tpot_band_edge_and_costs_more():
     assert "pessimistic edge" in sizing_sentence("conservative") and "estimate" in sizing_sentence("estimate")
 
 
+def test_a_gpu_of_a_family_without_runs_is_sized_on_the_wider_bands():
+    # No corpus run is on a T4 (NVIDIA Turing): conservative sizing stretches its steps by the TPOT band
+    # measured with each GPU family left out of the fit, and the plan's band edges are that band's
+    from calculators.perf.bands import load_bands
+    unseen = load_bands().unseen_family
+    m, t4 = get_model("meta-llama/Llama-3.2-1B"), get_gpu("T4")
+    r = Roofline(m, t4)
+    con = sized_model(r, "conservative", t4)
+    assert (con.step_factor, con.prefill_factor) == (unseen.tpot.high_factor, unseen.ttft.high_factor)
+    plan = plan_layout(m, Layout(t4, 1), Workload(request_rate_per_s=1, input_len=256, output_len=64))
+    assert (plan.tpot_band_low_s, plan.tpot_band_high_s) == pytest.approx(
+        (plan.tpot_s * unseen.tpot.low_factor, plan.tpot_s * unseen.tpot.high_factor))
+    text = sizing_sentence("estimate", [get_gpu("H100"), t4])
+    assert "For the T4, whose family has no runs" in text and f"TPOT ×{unseen.tpot.low_factor:.2f}" in text
+    assert "For the" not in sizing_sentence("estimate", [get_gpu("H100")])
+
+
 def test_plan_keeps_the_scenarios_max_model_len():
     m, lay = get_model(L8), Layout(get_gpu("H100"), 1)
     given = plan_layout(m, lay, STABLE, max_model_len=16384)

@@ -188,6 +188,18 @@ def test_a_gpu_without_runs_of_its_own_says_whose_efficiencies_it_takes():
     assert Efficiencies.fitted(get_gpu("T4")).compute == pytest.approx(load_fit().shipped.reference.compute)
 
 
+def test_a_quote_on_a_gpu_without_runs_states_the_wider_bands():
+    # A T4 quote: its bands are those measured with each GPU family left out of the fit, and it says so
+    from calculators.perf.bands import load_bands
+    m, t4 = get_model("meta-llama/Llama-3.2-1B"), get_gpu("T4")
+    w = Workload(request_rate_per_s=1, input_len=256, output_len=64)
+    plans = plan_fleet(m, [t4], w, max_pp=1)
+    timing = quote_document(m, [t4], w, plans)["timing"]
+    unseen = load_bands().unseen_family.tpot
+    assert "For the T4, whose family has no runs" in timing[0]
+    assert f"held on average {unseen.coverage:.0%} of the measurements of each GPU family left out" in timing[1]
+
+
 def test_quote_states_the_coefficients_of_the_dtype_the_plan_ran_in(setup):
     # Planned with FP8 weights on H100s: the quote cites the family's 16-bit compute efficiency (attention's) and
     # the fitted FP8 share the linear layers' matmuls take of it; both read from the fit file as shipped.
