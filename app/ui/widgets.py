@@ -74,12 +74,16 @@ _BANDED = (("tpot", "TPOT", 1e3, "ms", 1), ("ttft", "TTFT", 1e3, "ms", 0),
 
 
 def band_caption(tpot_s: float | None = None, ttft_s: float | None = None,
-                 tokens_per_s: float | None = None, gpu=None) -> None:
+                 tokens_per_s: float | None = None, gpu=None, shipped: bool = True) -> None:
     """One caption with the 80 % band of each timed figure given (fitted on public measurements, see the
     Model accuracy page; ``gpu``'s bands: those measured with GPU families left out where its family has
-    no runs), so that no timed number is shown
-    without how sure it is."""
+    no runs), so that no timed number is shown without how sure it is — or, for a model that is not the
+    shipped fit (``shipped`` False: a calibration), why it has none."""
     from calculators.perf.bands import timing_band
+    if not shipped:
+        st.caption("No 80 % band: the model in force is a calibration, and the bands (see Model accuracy) describe "
+                   "the shipped fitted model; the calibration's own fit error is in the model caption above.")
+        return
     given = {"tpot": tpot_s, "ttft": ttft_s, "throughput": tokens_per_s}
     parts, coverage, held = [], 1.0, ""
     for metric, label, scale, unit, digits in _BANDED:

@@ -79,7 +79,8 @@ def _show(ctx: state.Computed) -> None:
                 help="M/M/c: λ × end-to-end latency ÷ batch slots")
     c[2].metric("Queue wait, mean / p99 [ms]", f"{view['wait_mean_s'] * 1e3:,.1f} / {view['wait_p99_s'] * 1e3:,.1f}")
     c[3].metric("Output tokens/s per replica", f"{view['m']['output_tokens_per_s']:,.0f}")
-    widgets.band_caption(view["m"]["tpot_s"], b["ttft_s"], view["m"]["output_tokens_per_s"], ctx.gpu)
+    widgets.band_caption(view["m"]["tpot_s"], b["ttft_s"], view["m"]["output_tokens_per_s"], r.gpu,
+                         r.efficiencies.is_shipped())
     rows = explain_perf.budget_rows(b, output_len=out_len, target_s=target_s, ttft_target_s=ttft_t,
                                     tpot_target_s=tpot_t)
     st.plotly_chart(perf_charts.budget_waterfall(rows, target_ms=target_s * 1e3), key="budget_chart")

@@ -23,7 +23,7 @@ def _summary(ctx):
     summ = perf_state.summary(ctx, r)
     if not isinstance(summ, dict) or summ["perf"] is None:
         return None, str(summ) if not isinstance(summ, dict) else summ["knee"]["message"]
-    return {**summ, "source": source}, None
+    return {**summ, "source": source, "shipped": r.efficiencies.is_shipped()}, None
 
 
 def _recommendation(ctx, summ: dict | None, note: str | None) -> None:
@@ -60,7 +60,7 @@ def _throughput_latency(summ: dict, gpu) -> None:
     c[2].metric("TTFT (no queue) [ms]", f"{p['ttft_s'] * 1e3:,.1f}", help=GLOSSARY["ttft"])
     c[3].metric("TPOT [ms]", f"{p['tpot_s'] * 1e3:,.2f}", help=GLOSSARY["tpot"])
     c[4].metric("End-to-end [s]", f"{p['e2e_latency_s']:,.2f}", help=GLOSSARY["e2e"])
-    widgets.band_caption(p["tpot_s"], p["ttft_s"], p["output_tokens_per_s"], gpu)
+    widgets.band_caption(p["tpot_s"], p["ttft_s"], p["output_tokens_per_s"], gpu, summ["shipped"])
     st.caption(f"With {p['batch_size']:,} requests in flight (the recommended max_num_seqs, fully used), "
                f"{p['input_len']:,} tokens in / {p['output_len']:,} out, {p['bound']}-bound decode · "
                f"{summ['source']}. Details: Roofline & batch size, Latency budget.")

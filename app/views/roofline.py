@@ -101,7 +101,8 @@ def _metrics(r, summ: dict) -> None:
     c[2].metric("Output tokens/s per GPU at the knee", f"{at_knee['output_tokens_per_s_per_gpu']:,.0f}",
                 help=GLOSSARY["knee"])
     c[3].metric("TPOT at the knee [ms]", f"{at_knee['tpot_s'] * 1e3:,.2f}", help=GLOSSARY["tpot"])
-    widgets.band_caption(at_knee["tpot_s"], tokens_per_s=at_knee["output_tokens_per_s"], gpu=r.gpu)
+    widgets.band_caption(at_knee["tpot_s"], tokens_per_s=at_knee["output_tokens_per_s"], gpu=r.gpu,
+                         shipped=r.efficiencies.is_shipped())
     if cross is None:
         st.caption(f"No crossover batch: {perf_doc['crossover_note']}")
 

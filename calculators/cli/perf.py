@@ -38,9 +38,22 @@ def cmd_perf(a: argparse.Namespace) -> int:
           f" → {doc['bound']}-bound")
     print(f"  ridge {doc['ridge_point_flop_per_byte']:.0f} FLOP/byte; {doc['crossover_note']}; "
           f"KV cache holds {doc['kv_batch_limit']} such sequences")
+    print(f"  {_band_line(doc)}")
     if "warning" in doc:
         print(f"  warning: {doc['warning']}")
     return 0
+
+
+def _band_line(doc: dict) -> str:
+    """The 80 % bands of the timed figures, or why there are none."""
+    b = doc["band_80"]
+    if b is None:
+        return ("no 80 % band: these are your own efficiencies (or a calibration), and the bands describe the "
+                "shipped fitted model")
+    ttft = "" if b["ttft_s"] is None else f"TTFT {b['ttft_s'][0] * 1e3:,.1f}–{b['ttft_s'][1] * 1e3:,.1f} ms · "
+    lo, hi = b["output_tokens_per_s"]
+    return (f"80 % band from public measurements: {ttft}TPOT {b['tpot_s'][0] * 1e3:,.2f}–{b['tpot_s'][1] * 1e3:,.2f}"
+            f" ms · {lo:,.0f}–{hi:,.0f} output tokens/s per replica ({b['note']})")
 
 
 def cmd_knee(a: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from calculators.errors import InvalidInputError
+from calculators.perf.bands import timing_band
 from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_batch, slo_batch
 from calculators.perf.roofline import Roofline, crossover_batch_size, ridge_point
 from calculators.perf.serving import open_loop_metrics, serving_metrics, static_batch_metrics
@@ -19,6 +20,28 @@ def kv_batch_limit(r: Roofline, context_tokens: int, **capacity_flags) -> int:
                                   dp_attention=r.enable_dp_attention, quantization=r.quantization,
                                   kv_cache_dtype=r.kv_cache_dtype, **capacity_flags)
     return pools * batch_limit(r.model, res, context_tokens)
+
+
+#: The perf document's timed figures and the band (:mod:`calculators.perf.bands`) each carries.
+BANDED_FIGURES = {"ttft_s": "ttft", "tpot_s": "tpot", "output_tokens_per_s": "throughput",
+                  "output_tokens_per_s_per_gpu": "throughput"}
+
+
+def band_80(r: Roofline, doc: dict) -> dict | None:
+    """The 80 % band ``[low, high]`` of each of ``doc``'s timed figures (:data:`BANDED_FIGURES`, same units), the
+    bands' measured coverage and what was held out to measure it (``"source"``, or ``"family"`` for a GPU whose
+    family has no runs: :func:`~calculators.perf.bands.timing_band`); None for a caller's own efficiencies or a
+    calibration, which the bands (measured on the shipped fit, docs/performance-model.md §11) do not describe."""
+    if not r.efficiencies.is_shipped():
+        return None
+    bands = {m: timing_band(m, r.gpu) for m in set(BANDED_FIGURES.values())}
+    out: dict = {key: None if doc.get(key) is None else [float(x) for x in bands[m].edges(doc[key])]
+                 for key, m in BANDED_FIGURES.items()}
+    out["coverage"] = {m: b.coverage for m, b in sorted(bands.items())}
+    out["held_out"] = bands["tpot"].held_out
+    out["note"] = (f"bands like these held on average at least {min(b.coverage for b in bands.values()):.0%} of "
+                   f"{bands['tpot'].held_out_text}")
+    return out
 
 
 def _check_context(r: Roofline, tokens: float) -> None:
@@ -83,6 +106,7 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
                          "attention_compute_share": r.efficiencies.attention_compute_share,
                          "memory": r.efficiencies.memory},
     }
+    doc["band_80"] = band_80(r, doc)
     why = (f"the KV cache holds {limit} sequences of {input_len + output_len} tokens" if limit <= max_num_seqs
            else f"max_num_seqs {max_num_seqs}")
     if mode == "concurrency" and in_flight > slots:

@@ -129,6 +129,17 @@ def test_set_sidebar_to_the_calibration(make_app, sweep):
         "meta-llama/Llama-3.3-70B-Instruct", "A100-40GB-SXM", 8)
 
 
+def test_a_calibrated_model_shows_no_band_of_the_shipped_fit(make_app, sweep):
+    # the 80 % bands were measured on the shipped fit: under a calibration the timed pages say there is none
+    at = calibrated(make_app, sweep)
+    at.button(key="prof_use_cal").click().run()
+    at.button(key="prof_set_sidebar").click().run()
+    at.switch_page("views/roofline.py").run()
+    assert not at.exception
+    assert any(c.value.startswith("No 80 % band: the model in force is a calibration") for c in at.caption)
+    assert not any(c.value.startswith("80 % band from public measurements") for c in at.caption)
+
+
 def test_calibration_error_is_a_message(make_app, sweep):
     at = open_page(make_app, sweep)
     at.number_input(key="prof_tp").set_value(3)  # 64 heads do not divide by 3

@@ -1,0 +1,59 @@
+"""``llmcap perf``'s document: every timed figure with its 80 % band, the band of the GPU's own kind."""
+from __future__ import annotations
+
+import pytest
+
+from calculators.perf.bands import load_bands
+from calculators.perf.roofline import Efficiencies, Roofline
+from calculators.report.perf import band_80, perf_document
+from calculators.specs.catalog import get_gpu, get_model
+from tests.cli.test_cli import llmcap
+
+L8 = "meta-llama/Llama-3.1-8B"
+
+
+def _doc(gpu: str, model: str = L8, **kw) -> dict:
+    r = Roofline(get_model(model), get_gpu(gpu), **kw)
+    return perf_document(r, input_len=1000, output_len=200, concurrency=8)
+
+
+def test_each_timed_figure_carries_the_shipped_band():
+    doc = _doc("H100")
+    b, f = doc["band_80"], load_bands()
+    assert b["tpot_s"] == pytest.approx([doc["tpot_s"] * f.tpot.low_factor, doc["tpot_s"] * f.tpot.high_factor])
+    assert b["ttft_s"] == pytest.approx([doc["ttft_s"] * f.ttft.low_factor, doc["ttft_s"] * f.ttft.high_factor])
+    per_gpu = doc["output_tokens_per_s_per_gpu"]
+    assert b["output_tokens_per_s_per_gpu"] == pytest.approx(
+        [per_gpu * f.throughput.low_factor, per_gpu * f.throughput.high_factor])
+    assert b["held_out"] == "source" and b["coverage"]["ttft"] == f.ttft.coverage
+
+
+def test_a_gpu_of_a_family_without_runs_carries_the_family_band():
+    # No corpus run is on a T4 (NVIDIA Turing): its band is the one measured leaving GPU families out
+    doc = _doc("T4", "meta-llama/Llama-3.2-1B")
+    unseen = load_bands().unseen_family
+    assert doc["band_80"]["held_out"] == "family"
+    assert doc["band_80"]["tpot_s"][1] == pytest.approx(doc["tpot_s"] * unseen.tpot.high_factor)
+    assert "each GPU family left out" in doc["band_80"]["note"]
+
+
+def test_own_efficiencies_carry_no_band():
+    # the bands were measured on the shipped fit; a caller's compute efficiency of 0.5 is not that model
+    r = Roofline(get_model(L8), get_gpu("H100"), efficiencies=Efficiencies(compute=0.5))
+    doc = perf_document(r, input_len=1000, output_len=200, concurrency=8)
+    assert doc["band_80"] is None and band_80(r, doc) is None
+
+
+def test_an_overloaded_open_loop_has_no_ttft_band():
+    r = Roofline(get_model(L8), get_gpu("H100"))
+    doc = perf_document(r, input_len=2000, output_len=300, request_rate=100)
+    assert doc["overloaded"] and doc["ttft_s"] is None and doc["band_80"]["ttft_s"] is None
+
+
+def test_cli_prints_the_band_or_why_there_is_none():
+    base = ("perf", "--model", L8, "--gpu", "H100", "--input-len", "1000", "--output-len", "200", "--concurrency", "8")
+    p = llmcap(*base)
+    assert p.returncode == 0, p.stderr
+    assert "80 % band from public measurements: TTFT" in p.stdout and "each public source left out" in p.stdout
+    own = llmcap(*base, "--compute-efficiency", "0.5")
+    assert "no 80 % band: these are your own efficiencies" in own.stdout
