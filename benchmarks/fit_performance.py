@@ -22,7 +22,8 @@ then once per source with that source's rows left out (warm-started from the shi
 profiles are stored too: the accuracy harness predicts each source with the profile that never saw it
 (leave-one-source-out). ``--shipped-from`` takes a fit file's profile as the shipped one and ``--sources`` refits
 only some sources held out, so that the refits can be shared between machines and their ``[[held_out]]`` tables
-joined in one file.
+joined in one file. The file it writes has no leave-one-family-out refits: run ``benchmarks/family_holdout.py
+--write`` after it, then ``benchmarks/fit_timing_bands.py``.
 """
 from __future__ import annotations
 

@@ -240,7 +240,8 @@ def render() -> None:
     except InvalidInputError as exc:
         st.error(f"Cannot plan this workload — {exc}")
         st.stop()
-    st.caption(f"Performance model: {eff_source}. {sizing_sentence(sizing, gpus)}")
+    st.caption(f"Performance model: {eff_source}. "
+               f"{sizing_sentence(sizing, gpus, kw['efficiencies'].is_shipped())}")
     _ranked(model, plans)
     _charts(model, gpus, plans, w, kw, key)
     fitting = [p for p in plans if p.fits]

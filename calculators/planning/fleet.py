@@ -249,6 +249,9 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     from calculators.vllm.advice import vllm_serve_command
     g, tp, pp = layout.gpu, layout.tensor_parallel_size, layout.pipeline_parallel_size
     fraction("utilisation_cap", utilisation_cap)
+    if sizing == "conservative" and efficiencies is not None and not efficiencies.is_shipped():
+        raise InvalidInputError("sizing", sizing, "estimate with your own efficiencies or a calibration: the bands "
+                                "conservative sizing stretches the steps to were measured on the shipped fit")
     plan = LayoutPlan(gpu=g.id, tensor_parallel_size=tp, pipeline_parallel_size=pp,
                       expert_parallel=layout.expert_parallel, fits=False, meets_slo=False, message="",
                       failure_domain_gpus=layout.gpus_per_replica, sizing=sizing, dp_attention=layout.dp_attention)
@@ -318,9 +321,10 @@ def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline,
     plan.ttft_p99_s = _p99_ttft_s(w, replicas, plan.ttft_s, m["slot_time_s"], batch, factor)
     est = m if pm is r else {k: float(v) for k, v in slot_view(
         r, serving_metrics(r, batch, w.input_len, w.output_len), batch, w.output_len).items()}
-    plan.tpot_band_low_s, plan.tpot_band_high_s = band_edges_s("tpot", est["tpot_s"], r.gpu)
-    plan.ttft_p99_band_low_s, plan.ttft_p99_band_high_s = band_edges_s(
-        "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], est["slot_time_s"], batch, factor), r.gpu)
+    if r.efficiencies.is_shipped():  # the bands describe the shipped fit, not a caller's own efficiencies
+        plan.tpot_band_low_s, plan.tpot_band_high_s = band_edges_s("tpot", est["tpot_s"], r.gpu)
+        plan.ttft_p99_band_low_s, plan.ttft_p99_band_high_s = band_edges_s(
+            "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], est["slot_time_s"], batch, factor), r.gpu)
     terms = r.decode_breakdown(batch, w.input_len + w.output_len / 2)
     plan.allreduce_s, plan.bubble_fraction = float(terms["allreduce_s"]), float(terms["bubble_fraction"])
     plan.replica_requests_per_s = m["requests_per_s"]

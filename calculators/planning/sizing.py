@@ -105,9 +105,13 @@ def _unseen_sentence(sizing: str, gpus: Sequence[GPUSpec]) -> str:
             f"{100 * ttft.coverage:.0f} % (TTFT) of each left-out family's measurements).")
 
 
-def sizing_sentence(sizing: str, gpus: Sequence[GPUSpec] = ()) -> str:
+def sizing_sentence(sizing: str, gpus: Sequence[GPUSpec] = (), shipped: bool = True) -> str:
     """What the plan was sized on, in one sentence with the bands' factors and coverage (for pages and quotes),
-    and, where one of ``gpus`` (the GPU types planned) has a family without runs, the bands it takes instead."""
+    and, where one of ``gpus`` (the GPU types planned) has a family without runs, the bands it takes instead;
+    for efficiencies that are not the shipped fit (``shipped`` False: a calibration), that they have no band."""
+    if not shipped:
+        return ("Sized on the model's estimate; no 80 % band: the efficiencies are a calibration or given, and the "
+                "bands (measured on public data) describe the shipped fitted model.")
     tpot, ttft = timing_band("tpot"), timing_band("ttft")
     held = (f"80 % bands held on average {100 * tpot.coverage:.0f} % (TPOT) and {100 * ttft.coverage:.0f} % (TTFT) "
             "of the measurements of each public source left out of their fit")

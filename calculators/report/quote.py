@@ -163,9 +163,12 @@ def _timing(plan: LayoutPlan, sizing: str, gpu: GPUSpec | None) -> list[str]:
     """The sizing used and the chosen layout's TPOT and p99 TTFT with their 80 % bands (around the estimate, the
     bands of ``gpu``, the chosen layout's GPU)."""
     assert plan.tpot_s is not None and plan.ttft_p99_s is not None  # a fitting plan is sized
+    lo, hi = plan.tpot_band_low_s, plan.tpot_band_high_s
+    tlo, thi = plan.ttft_p99_band_low_s, plan.ttft_p99_band_high_s
+    if lo is None or hi is None or tlo is None or thi is None:  # planned with a calibration: no band
+        return [sizing_sentence(sizing, shipped=False), f"TPOT {plan.tpot_s * 1e3:,.1f} ms as sized",
+                f"p99 TTFT {plan.ttft_p99_s * 1e3:,.0f} ms as sized"]
     tpot, ttft = timing_band("tpot", gpu), timing_band("ttft", gpu)
-    lo, hi = plan.tpot_band_low_s or 0.0, plan.tpot_band_high_s or 0.0
-    tlo, thi = plan.ttft_p99_band_low_s or 0.0, plan.ttft_p99_band_high_s or 0.0
     return [sizing_sentence(sizing, [gpu] if gpu else []),
             f"TPOT {plan.tpot_s * 1e3:,.1f} ms as sized; the estimate's 80 % band {lo * 1e3:,.1f}–{hi * 1e3:,.1f} ms "
             f"(bands like it held on average {tpot.coverage:.0%} of {tpot.held_out_text})",

@@ -8,7 +8,7 @@ import pytest
 
 from calculators.errors import InvalidInputError
 from calculators.perf.bands import timing_band
-from calculators.perf.roofline import Roofline
+from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.perf.serving import serving_metrics
 from calculators.planning.check import AGREEMENT, SimCheck, simulate_plan
 from calculators.planning.costs import COST_LABELS, fleet_costs
@@ -93,6 +93,18 @@ def test_a_gpu_of_a_family_without_runs_is_sized_on_the_wider_bands():
     text = sizing_sentence("estimate", [get_gpu("H100"), t4])
     assert "For the T4, whose family has no runs" in text and f"TPOT ×{unseen.tpot.low_factor:.2f}" in text
     assert "For the" not in sizing_sentence("estimate", [get_gpu("H100")])
+
+
+def test_own_efficiencies_plan_without_bands_and_refuse_conservative_sizing():
+    # the bands were measured on the shipped fit: a plan on a caller's efficiencies (a calibration) has none,
+    # and conservative sizing, which stretches to them, is refused with the reason
+    m, lay = get_model(L8), Layout(get_gpu("H100"), 1)
+    own = Efficiencies(compute=0.5)
+    plan = plan_layout(m, lay, STABLE, efficiencies=own)
+    assert plan.fits and plan.tpot_band_low_s is None and plan.ttft_p99_band_high_s is None
+    with pytest.raises(InvalidInputError, match="sizing.*measured on the shipped fit"):
+        plan_layout(m, lay, STABLE, efficiencies=own, sizing="conservative")
+    assert "no 80 % band" in sizing_sentence("estimate", shipped=False)
 
 
 def test_plan_keeps_the_scenarios_max_model_len():

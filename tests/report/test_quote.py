@@ -200,6 +200,14 @@ def test_a_quote_on_a_gpu_without_runs_states_the_wider_bands():
     assert f"held on average {unseen.coverage:.0%} of the measurements of each GPU family left out" in timing[1]
 
 
+def test_a_quote_on_own_efficiencies_states_no_band(setup):
+    m, gpus, _ = setup
+    own = Efficiencies(compute=0.5)
+    plans = plan_fleet(m, gpus, W, max_pp=1, efficiencies=own)
+    timing = quote_document(m, gpus, W, plans, efficiencies=own, efficiency_source="calibrated")["timing"]
+    assert "no 80 % band" in timing[0] and timing[1].endswith("ms as sized")
+
+
 def test_quote_states_the_coefficients_of_the_dtype_the_plan_ran_in(setup):
     # Planned with FP8 weights on H100s: the quote cites the family's 16-bit compute efficiency (attention's) and
     # the fitted FP8 share the linear layers' matmuls take of it; both read from the fit file as shipped.
