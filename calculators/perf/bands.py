@@ -156,6 +156,14 @@ def timing_band(metric: str, gpu: GPUSpec | None = None) -> TimingBand:
                       f.fitted, "family" if unseen else "source")
 
 
+def band_factors(gpu: GPUSpec | None = None) -> dict:
+    """``gpu``'s bands as JSON: per metric ``[low_factor, high_factor]``, their ``coverage`` and what was held
+    out to measure it (``held_out``: ``"source"``, or ``"family"`` where its family has no runs)."""
+    bands = {m: timing_band(m, gpu) for m in PESSIMISTIC_EDGE}
+    return {**{m: [b.low_factor, b.high_factor] for m, b in bands.items()},
+            "coverage": {m: b.coverage for m, b in bands.items()}, "held_out": bands["tpot"].held_out}
+
+
 def source_weights(source: ArrayLike, within: ArrayLike | None = None) -> np.ndarray:
     """Each row's weight ``1 / rows of its source``: every source counts once in a quantile. With ``within``
     (each row's source, ``source`` then being a GPU family), every group counts once and within it every
@@ -233,5 +241,5 @@ def fit_band(log_ratio: pd.Series, source: pd.Series, within: pd.Series | None =
 
 
 __all__ = ["BAND_FILE", "PESSIMISTIC_EDGE", "TAIL_LEVELS", "TARGET_COVERAGE", "BandEntry", "BandFile", "MetricBands",
-           "TimingBand", "band_edges", "fit_band", "held_out_coverage", "load_bands", "parse_band_file",
+           "TimingBand", "band_edges", "band_factors", "fit_band", "held_out_coverage", "load_bands", "parse_band_file",
            "seen_family", "share_inside", "source_weights", "timing_band", "weighted_quantile"]

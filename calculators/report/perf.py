@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from calculators.errors import InvalidInputError
-from calculators.perf.bands import timing_band
+from calculators.perf.bands import band_factors, timing_band
 from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_batch, slo_batch
 from calculators.perf.roofline import Roofline, crossover_batch_size, ridge_point
 from calculators.perf.serving import open_loop_metrics, serving_metrics, static_batch_metrics
@@ -34,13 +34,12 @@ def band_80(r: Roofline, doc: dict) -> dict | None:
     calibration, which the bands (measured on the shipped fit, docs/performance-model.md §11) do not describe."""
     if not r.efficiencies.is_shipped():
         return None
-    bands = {m: timing_band(m, r.gpu) for m in set(BANDED_FIGURES.values())}
-    out: dict = {key: None if doc.get(key) is None else [float(x) for x in bands[m].edges(doc[key])]
+    f = band_factors(r.gpu)
+    out: dict = {key: None if doc.get(key) is None else [doc[key] * f[m][0], doc[key] * f[m][1]]
                  for key, m in BANDED_FIGURES.items()}
-    out["coverage"] = {m: b.coverage for m, b in sorted(bands.items())}
-    out["held_out"] = bands["tpot"].held_out
-    out["note"] = (f"bands like these held on average at least {min(b.coverage for b in bands.values()):.0%} of "
-                   f"{bands['tpot'].held_out_text}")
+    out["coverage"], out["held_out"] = f["coverage"], f["held_out"]
+    out["note"] = (f"bands like these held on average at least {min(f['coverage'].values()):.0%} of "
+                   f"{timing_band('tpot', r.gpu).held_out_text}")
     return out
 
 

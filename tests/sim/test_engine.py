@@ -350,6 +350,22 @@ def test_cli_simulate_runs_data_parallel_attention_with_one_kv_pool_per_gpu(caps
     assert docs[True]["tpot_p50_s"] != docs[False]["tpot_p50_s"]
 
 
+def test_cli_simulate_states_the_bands_of_the_models_step_times(capsys):
+    """The simulated figures come from the performance model's step times: the output carries its 80 % bands — a
+    T4's (no corpus run on Turing) those measured with each GPU family left out of the fit."""
+    from calculators.cli.main import build_parser
+    from calculators.perf.bands import load_bands
+    base = ["simulate", "--model", "meta-llama/Llama-3.2-1B", "--gpu", "T4", "--request-rate", "1",
+            "--input-len", "500", "--output-len", "100", "--length-dist", "fixed", "--duration-s", "20"]
+    a = build_parser().parse_args([*base, "--json"])
+    assert a.func(a) == 0
+    f, unseen = json.loads(capsys.readouterr().out)["band_80_factors"], load_bands().unseen_family
+    assert f["tpot"] == [unseen.tpot.low_factor, unseen.tpot.high_factor] and f["held_out"] == "family"
+    a = build_parser().parse_args(base)
+    assert a.func(a) == 0
+    assert f"TPOT ×{unseen.tpot.low_factor:.2f}–×{unseen.tpot.high_factor:.2f}" in capsys.readouterr().out
+
+
 def test_cli_simulate_takes_sglangs_scheduler_recv_interval(capsys):
     from calculators.cli.main import build_parser
     base = ["simulate", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--request-rate", "20",
