@@ -36,3 +36,17 @@ def test_family_offsets_are_logits_from_the_reference():
     names = dict(zip(space.names, theta, strict=True))
     assert names["family:X"] == pytest.approx(math.log(9) - math.log(4), rel=1e-12)
     assert names["overhead:X"] == pytest.approx(math.log(2), rel=1e-12)
+
+
+def test_family_refits_replace_those_in_the_fit_file():
+    # benchmarks/family_holdout.py --write: the file keeps its head and held-out sources and gets exactly the
+    # given family refits, replacing the ones it had; the result is a valid fit file
+    from benchmarks.family_holdout import with_family_refits
+    from calculators.perf.coefficients import FIT_FILE, parse_fit_file
+    text = (Path(__file__).resolve().parents[1] / "calculators" / "data" / FIT_FILE).read_text(encoding="utf-8")
+    fit = parse_fit_file(text)
+    ada = fit.without_family("NVIDIA Ada")
+    again = parse_fit_file(with_family_refits(text, {"NVIDIA Ada": ada}))
+    assert [h.family for h in again.held_out_family] == ["NVIDIA Ada"]
+    assert again.without_family("NVIDIA Ada") == ada and again.held_out == fit.held_out
+    assert again.shipped == fit.shipped
