@@ -5,7 +5,7 @@ import argparse
 import json
 
 from calculators.cli.flags import add_perf, roofline
-from calculators.report.perf import knee_document, perf_document
+from calculators.report.perf import factors_text, knee_document, perf_document
 from calculators.validation import positive_int
 from calculators.vllm.versions import serve_defaults
 
@@ -68,6 +68,8 @@ def cmd_knee(a: argparse.Namespace) -> int:
     for row in doc.get("curve", []):
         print(f"  batch {row['batch_size']:6.0f}  {row['output_tokens_per_s']:10,.0f} tok/s  TTFT "
               f"{row['ttft_s'] * 1e3:8.1f} ms  TPOT {row['tpot_s'] * 1e3:7.2f} ms")
+    if f := doc.get("band_80_factors"):
+        print(f"  80 % bands of these figures from public measurements: {factors_text(f)}")
     return 0
 
 

@@ -12,6 +12,7 @@ from calculators.cli.flags import resolve_model
 from calculators.errors import InvalidInputError
 from calculators.perf.bands import band_factors
 from calculators.perf.roofline import Roofline
+from calculators.report.perf import factors_text
 from calculators.sim.policies import SLO, ContinuousBatching, StaticBatching, kv_blocks
 from calculators.sim.workload import Gamma, Poisson, length_distribution, make_workload, read_trace
 from calculators.specs.catalog import get_gpu
@@ -130,11 +131,8 @@ def _text(d: dict) -> str:
         lines.append(f"  {m:12s} " + " ".join(f"{ms(f'{m}_{s}_s'):>8s}" for s in ("mean", "p50", "p95", "p99")))
     lines.append(f"mean batch {d['mean_batch_size']:.1f}, mean queue {d['mean_queue_depth']:.1f}, "
                  f"KV usage mean {d['mean_kv_usage']:.0%} max {d['max_kv_usage']:.0%}")
-    f = d["band_80_factors"]
-    held = "GPU family (this GPU's has no runs)" if f["held_out"] == "family" else "public source"
-    lines.append("the step times come from the performance model, whose 80 % bands on public measurements are TPOT "
-                 f"×{f['tpot'][0]:.2f}–×{f['tpot'][1]:.2f}, TTFT ×{f['ttft'][0]:.2f}–×{f['ttft'][1]:.2f}, output "
-                 f"×{f['throughput'][0]:.2f}–×{f['throughput'][1]:.2f} (each {held} left out of the fit)")
+    lines.append("the step times come from the performance model, whose 80 % bands on public measurements are "
+                 + factors_text(d["band_80_factors"]))
     if d["overloaded"]:
         lines.append(f"OVERLOADED: offered load is {d['overload_factor']:.2f}× the achieved throughput; "
                      "the queue grew until the time limit")

@@ -43,6 +43,14 @@ def band_80(r: Roofline, doc: dict) -> dict | None:
     return out
 
 
+def factors_text(f: dict) -> str:
+    """``band_factors``' JSON as text: "TPOT ×0.44–×1.72, TTFT …, output tokens/s … (each public source left out
+    of the fit)"."""
+    held = "GPU family (this GPU's has no runs)" if f["held_out"] == "family" else "public source"
+    return (f"TPOT ×{f['tpot'][0]:.2f}–×{f['tpot'][1]:.2f}, TTFT ×{f['ttft'][0]:.2f}–×{f['ttft'][1]:.2f}, output "
+            f"tokens/s ×{f['throughput'][0]:.2f}–×{f['throughput'][1]:.2f} (each {held} left out of the fit)")
+
+
 def _check_context(r: Roofline, tokens: float) -> None:
     if tokens > r.model.max_position_embeddings:
         raise InvalidInputError("input_len + output_len", int(tokens),
@@ -138,7 +146,8 @@ def knee_document(r: Roofline, *, input_len: int, output_len: int, ttft_target_s
     records = [{k: float(v[i]) for k, v in c.items()} for i in range(len(c["batch_size"]))]
     doc = {"model": r.model.id, "gpu": r.gpu.id, "tensor_parallel_size": int(np.ravel(r.tensor_parallel_size)[0]),
            "input_len": input_len, "output_len": output_len, "knee_threshold": threshold, "kv_batch_limit": limit,
-           "knee_batch_size": knee, "slo_batch_size": slo, "curve": records}
+           "knee_batch_size": knee, "slo_batch_size": slo, "curve": records,
+           "band_80_factors": band_factors(r.gpu) if r.efficiencies.is_shipped() else None}
     if slo is None:
         best_tpot, best_ttft = float(c["tpot_s"].min()), float(c["ttft_s"].min())
         parts = []

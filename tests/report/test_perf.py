@@ -5,7 +5,7 @@ import pytest
 
 from calculators.perf.bands import load_bands
 from calculators.perf.roofline import Efficiencies, Roofline
-from calculators.report.perf import band_80, perf_document
+from calculators.report.perf import band_80, knee_document, perf_document
 from calculators.specs.catalog import get_gpu, get_model
 from tests.cli.test_cli import llmcap
 
@@ -57,3 +57,11 @@ def test_cli_prints_the_band_or_why_there_is_none():
     assert "80 % band from public measurements: TTFT" in p.stdout and "each public source left out" in p.stdout
     own = llmcap(*base, "--compute-efficiency", "0.5")
     assert "no 80 % band: these are your own efficiencies" in own.stdout
+
+
+def test_the_knee_curve_states_its_bands_factors():
+    f = load_bands()
+    doc = knee_document(Roofline(get_model(L8), get_gpu("H100")), input_len=1000, output_len=200)
+    assert doc["band_80_factors"]["ttft"] == [f.ttft.low_factor, f.ttft.high_factor]
+    own = Roofline(get_model(L8), get_gpu("H100"), efficiencies=Efficiencies(compute=0.5))
+    assert knee_document(own, input_len=1000, output_len=200)["band_80_factors"] is None
