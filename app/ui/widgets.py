@@ -73,6 +73,10 @@ _BANDED = (("tpot", "TPOT", 1e3, "ms", 1), ("ttft", "TTFT", 1e3, "ms", 0),
            ("throughput", "output", 1.0, "tokens/s", 0))  # metric, label, display scale, unit, digits
 
 
+NO_BAND = ("No 80 % band: the model in force is a calibration, and the bands (see Model accuracy) describe the "
+           "shipped fitted model; the calibration's own fit error is in the model caption above.")
+
+
 def band_caption(tpot_s: float | None = None, ttft_s: float | None = None,
                  tokens_per_s: float | None = None, gpu=None, shipped: bool = True) -> None:
     """One caption with the 80 % band of each timed figure given (fitted on public measurements, see the
@@ -81,8 +85,7 @@ def band_caption(tpot_s: float | None = None, ttft_s: float | None = None,
     shipped fit (``shipped`` False: a calibration), why it has none."""
     from calculators.perf.bands import timing_band
     if not shipped:
-        st.caption("No 80 % band: the model in force is a calibration, and the bands (see Model accuracy) describe "
-                   "the shipped fitted model; the calibration's own fit error is in the model caption above.")
+        st.caption(NO_BAND)
         return
     given = {"tpot": tpot_s, "ttft": ttft_s, "throughput": tokens_per_s}
     parts, coverage, held = [], 1.0, ""
@@ -97,11 +100,14 @@ def band_caption(tpot_s: float | None = None, ttft_s: float | None = None,
                    f"at least {coverage:.0%} of {held}; see Model accuracy).")
 
 
-def band_factors_caption(box=st, gpus=()) -> None:
+def band_factors_caption(box=st, gpus=(), shipped: bool = True) -> None:
     """The 80 % bands as factors, for a table of timed figures (each figure × the factors gives its band),
     in ``box`` (a container; the page by default); after them, the bands of those of ``gpus`` whose family has
-    no runs (measured with GPU families left out)."""
+    no runs (measured with GPU families left out); for a calibration (``shipped`` False), why there are none."""
     from calculators.perf.bands import seen_family, timing_band
+    if not shipped:
+        box.caption(NO_BAND)
+        return
     parts = [f"{label} ×{b.low_factor:.2f}–×{b.high_factor:.2f}"
              for metric, label, *_ in _BANDED for b in [timing_band(metric)]]
     unseen = [g for g in gpus if not seen_family(g)]

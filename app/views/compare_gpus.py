@@ -52,7 +52,7 @@ def render() -> None:
     st.subheader("Best layout per GPU type")
     st.caption(f"Performance model: {eff_source}")
     widgets.table(frame, column_config=fc.column_config(frame), key="compare_table")
-    widgets.band_factors_caption(gpus=gpus)
+    widgets.band_factors_caption(gpus=gpus, shipped=kw["efficiencies"].is_shipped())
     out_cost = COST_LABELS["usd_per_million_output_tokens"]
     bars = frame.dropna(subset=["GPUs", out_cost]) if {"GPUs", out_cost} <= set(frame.columns) else frame.iloc[0:0]
     if len(bars):

@@ -225,10 +225,10 @@ def _run(pm, ctx, source: str, input_keys: list[str], trace, num_blocks: int, bl
     bar.empty()
     g[keys.SIM_RESULTS] = {"key": _config_key(ctx, source, input_keys), "runs": runs, "offered": offered, "slo": slo,
                   "servers": {name: pol.max_num_seqs for name, pol in pols.items()},
-                  "requests": wl.num_requests, "source": source}
+                  "requests": wl.num_requests, "source": source, "shipped": pm.efficiencies.is_shipped()}
 
 
-def _show_run(name: str, res, offered, box, gpu) -> None:
+def _show_run(name: str, res, offered, box, gpu, shipped: bool) -> None:
     h = explain_sim.headline(res)
     box.markdown(f"#### {name}")
     c1, c2, c3 = box.columns(3)
@@ -242,7 +242,7 @@ def _show_run(name: str, res, offered, box, gpu) -> None:
                 f"(max {res.max_queue_depth:,}); KV usage mean {res.mean_kv_usage:.0%}, max {res.max_kv_usage:.0%}; "
                 f"{res.rejected:,} rejected (longer than the whole KV cache); clock stopped at {res.elapsed_s:,.1f} s "
                 f"({res.stop_reason}).")
-    widgets.band_factors_caption(box, [gpu])
+    widgets.band_factors_caption(box, [gpu], shipped)
     text = explain_sim.overload_text(res, offered)
     if text:
         box.warning(text, icon=":material/warning:")
@@ -261,7 +261,7 @@ def _show_results(ctx, source: str, input_keys: list[str]) -> None:
     runs, slo = out["runs"], out["slo"]
     cols = st.columns(len(runs))
     for box, (name, res) in zip(cols, runs.items(), strict=True):
-        _show_run(name, res, out["offered"], box, ctx.gpu)
+        _show_run(name, res, out["offered"], box, ctx.gpu, out.get("shipped", True))
     if len(runs) == 2:
         (na, a), (nb, b) = runs.items()
         st.subheader("Policy A beside policy B")

@@ -138,6 +138,10 @@ def test_a_calibrated_model_shows_no_band_of_the_shipped_fit(make_app, sweep):
     assert not at.exception
     assert any(c.value.startswith("No 80 % band: the model in force is a calibration") for c in at.caption)
     assert not any(c.value.startswith("80 % band from public measurements") for c in at.caption)
+    at.switch_page("views/compare_gpus.py").run(timeout=120)
+    assert not at.exception
+    assert any(c.value.startswith("No 80 % band") for c in at.caption)
+    assert not any(c.value.startswith("How sure the timed figures are") for c in at.caption)
 
 
 def test_calibration_error_is_a_message(make_app, sweep):
