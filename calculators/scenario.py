@@ -46,6 +46,8 @@ class Scenario(BaseModel):
     gpu: str = DEFAULT_GPU
     tensor_parallel_size: int = Field(default=1, ge=1, le=1024)
     pipeline_parallel_size: int = Field(default=1, ge=1, le=1024)
+    data_parallel_size: int = Field(default=1, ge=1, le=1024)
+    enable_expert_parallel: bool = False
     dtype: str = "auto"
     quantization: str = "auto"
     kv_cache_dtype: str = "auto"
@@ -69,7 +71,8 @@ class Scenario(BaseModel):
     calibration: str | None = None
 
     def capacity_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`calculators.vllm.capacity.vllm_capacity` (no model/GPU)."""
+        """Keyword arguments of :func:`calculators.vllm.capacity.vllm_capacity` (no model/GPU): one data-parallel
+        rank's, whose experts spread over every rank's GPUs with ``enable_expert_parallel`` (vLLM: EP = TP × DP)."""
         kv = self.kv_cache_memory_gib
         return {"tensor_parallel_size": self.tensor_parallel_size,
                 "pipeline_parallel_size": self.pipeline_parallel_size, "dtype": self.dtype,
@@ -79,6 +82,8 @@ class Scenario(BaseModel):
                 "max_num_seqs": self.max_num_seqs, "block_size": self.block_size,
                 "enforce_eager": self.enforce_eager, "flashinfer_sampler": self.flashinfer_sampler,
                 "language_model_only": self.language_model_only,
+                "expert_parallel_size": (self.tensor_parallel_size * self.data_parallel_size
+                                         if self.enable_expert_parallel else None),
                 "vllm_version": self.vllm_version,
                 "kv_cache_memory_bytes": None if kv is None else int(kv * GiB)}
 
@@ -100,8 +105,10 @@ class Scenario(BaseModel):
         """The same question as ``llmcap capacity`` arguments (built-in model and GPU only)."""
         kw = self.capacity_kwargs()
         args = ["capacity", "--model", self.model, "--gpu", self.gpu]
+        kw["data_parallel_size"] = self.data_parallel_size if self.data_parallel_size > 1 else None
         for flag, key in (("--tensor-parallel-size", "tensor_parallel_size"),
-                          ("--pipeline-parallel-size", "pipeline_parallel_size"), ("--dtype", "dtype"),
+                          ("--pipeline-parallel-size", "pipeline_parallel_size"),
+                          ("--data-parallel-size", "data_parallel_size"), ("--dtype", "dtype"),
                           ("--quantization", "quantization"), ("--kv-cache-dtype", "kv_cache_dtype"),
                           ("--gpu-memory-utilization", "gpu_memory_utilization"), ("--max-model-len", "max_model_len"),
                           ("--max-num-batched-tokens", "max_num_batched_tokens"), ("--max-num-seqs", "max_num_seqs"),
@@ -110,6 +117,8 @@ class Scenario(BaseModel):
                           ("--kv-cache-memory", "kv_cache_memory_bytes")):
             if kw[key] is not None:
                 args += [flag, str(kw[key])]
+        if self.enable_expert_parallel:
+            args.append("--enable-expert-parallel")
         if self.enforce_eager:
             args.append("--enforce-eager")
         if self.language_model_only:
@@ -124,7 +133,8 @@ class Scenario(BaseModel):
 #: opt_float (0 = unset), bool.
 QUERY_KEYS: dict[str, tuple[str, str]] = {
     "model": ("model", "str"), "gpu": ("gpu", "str"), "tp": ("tensor_parallel_size", "int"),
-    "pp": ("pipeline_parallel_size", "int"), "dtype": ("dtype", "str"), "quant": ("quantization", "str"),
+    "pp": ("pipeline_parallel_size", "int"), "dp": ("data_parallel_size", "int"),
+    "ep": ("enable_expert_parallel", "bool"), "dtype": ("dtype", "str"), "quant": ("quantization", "str"),
     "kv_dtype": ("kv_cache_dtype", "str"), "util": ("gpu_memory_utilization", "float"),
     "max_len": ("max_model_len", "opt_int"), "mnbt": ("max_num_batched_tokens", "opt_int"),
     "max_seqs": ("max_num_seqs", "opt_int"), "block": ("block_size", "opt_int"),

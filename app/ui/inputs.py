@@ -149,7 +149,10 @@ def sidebar() -> tuple[Scenario, dict]:
     v["pipeline_parallel_size"] = sb.number_input("pipeline_parallel_size", 1, 1024, 1, key="pp", **BIND,
                                                   help="consecutive groups of layers on different GPUs "
                                                        "(--pipeline-parallel-size); GPUs = TP × PP")
-    ph["tensor_parallel_size"] = ph["pipeline_parallel_size"] = sb.empty()
+    v["data_parallel_size"] = sb.number_input("data_parallel_size", 1, 1024, 1, key="dp", **BIND,
+                                              help="engines of TP × PP GPUs side by side, each with its own KV cache "
+                                                   "(--data-parallel-size); the KV figures are one rank's")
+    ph["tensor_parallel_size"] = ph["pipeline_parallel_size"] = ph["data_parallel_size"] = sb.empty()
     v["gpu_memory_utilization"] = sb.number_input("gpu_memory_utilization", 0.05, 1.0, 0.9, 0.01, format="%.2f",
                                                   key="util", help="share of each GPU's memory vLLM may use for "
                                                   "weights, activations and the KV cache", **BIND)
@@ -170,7 +173,7 @@ def sidebar() -> tuple[Scenario, dict]:
     ph["mean_len"] = ph["p95_len"] = sb.empty()
     flags = sb.empty()  # above the expander, so that a message shows while it is collapsed
     for name in ("dtype", "quantization", "kv_cache_dtype", "max_num_batched_tokens", "max_num_seqs", "block_size",
-                 "kv_cache_memory"):
+                 "kv_cache_memory", "expert_parallel_size"):
         ph[name] = flags
     with sb.expander("More vLLM flags"):
         v["dtype"] = st.selectbox("dtype", DTYPE_CHOICES, key="dtype", **BIND,
@@ -185,6 +188,10 @@ def sidebar() -> tuple[Scenario, dict]:
                                             help=f"requests running at once; {_AUTO}", **BIND)
         v["block_size"] = st.number_input("block_size [tokens]", 0, 4096, 0, 16, key="block",
                                           help=f"tokens per KV-cache page; {_AUTO}", **BIND)
+        v["enable_expert_parallel"] = st.checkbox(
+            "enable_expert_parallel", key="ep", **BIND,
+            help="mixture-of-experts models: whole experts spread over all TP × DP GPUs instead of each expert split "
+                 "by TP (vLLM's --enable-expert-parallel)")
         v["enforce_eager"] = st.checkbox("enforce_eager", key="eager", **BIND,
                                          help="no CUDA graphs: saves their memory, costs time per step")
         v["language_model_only"] = st.checkbox(

@@ -40,10 +40,20 @@ def efficiencies(ctx: Computed) -> tuple[Efficiencies, str]:
                             f"and engine{runs} ({load_fit().fitted:%Y-%m-%d}; see Model accuracy)")
 
 
+#: Why the timed pages have no figures for several data-parallel ranks (the capacity pages give one rank's).
+DATA_PARALLEL_NOTE = ("Timed figures here are for one engine (data_parallel_size 1). For data-parallel ranks of one "
+                      "GPU with experts spread over them, the Fleet planner and Compare GPUs price that layout "
+                      "(\"DP attention\"), as does `llmcap perf --enable-dp-attention`; the KV-cache figures are one "
+                      "rank's.")
+
+
 def performance_model(ctx: Computed) -> tuple[Roofline | None, str]:
-    """The scenario's performance model and a sentence saying which one it is."""
+    """The scenario's performance model and a sentence saying which one it is; ``(None, why)`` where there is
+    none (``why`` may be empty: an error the page shows already)."""
     if ctx.error is not None or ctx.model is None or ctx.doc is None:
         return None, ""
+    if ctx.scenario.data_parallel_size > 1:
+        return None, DATA_PARALLEL_NOTE
     s = ctx.doc["settings"]
     eff, source = efficiencies(ctx)
     try:

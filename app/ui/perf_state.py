@@ -19,6 +19,8 @@ def page_model(ctx: Computed, needs: str) -> Roofline | None:
     from app.ui import perf
     r, source = perf.performance_model(ctx)
     if r is None:
+        if source:
+            st.info(source)
         return None
     st.caption(f"Performance model in force: {source}. {ctx.doc['model']} on {ctx.doc['gpu']} · TP "
                f"{r.tensor_parallel_size} × PP {r.pipeline_parallel_size} · {r.dtype_used}")

@@ -113,13 +113,15 @@ def _capacity(scenario: Scenario, model: ModelSpec, gpu: GPUSpec,
     from calculators.vllm.capacity import vllm_capacity
     try:
         result = vllm_capacity(model, gpu=gpu, **scenario.capacity_kwargs())
+        dp = scenario.data_parallel_size
         try:
             doc = capacity_document(model, result, mean_len=scenario.length_mix_mean, p95_len=scenario.p95_len,
-                                    served_name=served)
+                                    served_name=served, data_parallel_size=dp)
         except InvalidInputError as exc:  # only the length mix is wrong: show the rest without advice
             if exc.field not in ("mean_len", "p95_len"):
                 raise
-            return result, capacity_document(model, result, served_name=served), (str(exc),), exc.field
+            return (result, capacity_document(model, result, served_name=served, data_parallel_size=dp),
+                    (str(exc),), exc.field)
     except InvalidInputError as exc:
         return exc
     return result, doc, (), None
@@ -137,6 +139,7 @@ def compute_detached(scenario: Scenario, model: ModelSpec, gpu: GPUSpec) -> dict
     try:
         result = vllm_capacity(model, gpu=gpu, **scenario.capacity_kwargs())
         return capacity_document(model, result, mean_len=scenario.length_mix_mean, p95_len=scenario.p95_len,
-                                 served_name=served_name(scenario, model))
+                                 served_name=served_name(scenario, model),
+                                 data_parallel_size=scenario.data_parallel_size)
     except InvalidInputError as exc:
         return exc

@@ -19,7 +19,7 @@ def _summary(ctx):
         return None, "Throughput, latency and a max_num_seqs recommendation need a configuration that fits."
     r, source = perf.performance_model(ctx)
     if r is None:
-        return None, "No performance model for this GPU."
+        return None, source or "No performance model for this GPU."
     summ = perf_state.summary(ctx, r)
     if not isinstance(summ, dict) or summ["perf"] is None:
         return None, str(summ) if not isinstance(summ, dict) else summ["knee"]["message"]
@@ -72,6 +72,10 @@ def _costs(ctx) -> None:
     from app.ui import fleet_charts as fc
     from calculators.planning.costs import COST_LABELS
     st.subheader("Cost at your traffic")
+    if ctx.scenario.data_parallel_size > 1:
+        from app.ui.perf import DATA_PARALLEL_NOTE
+        st.info(DATA_PARALLEL_NOTE)
+        return
     try:
         plan = fc.planned_scenario_layout(ctx)
     except InvalidInputError as exc:

@@ -381,7 +381,7 @@ def render() -> None:
         doc = ctx.doc
         blocks, block_size = int(doc["num_gpu_blocks"]), int(doc["settings"]["block_size"])
         if pm is None:
-            st.warning("No performance model for this scenario.")
+            st.warning(source or "No performance model for this scenario.")
         elif not doc["fits"] or blocks <= 0:
             st.error(f"Nothing to simulate: the model does not fit — {doc['message']}")
         else:

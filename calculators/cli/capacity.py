@@ -10,6 +10,7 @@ from calculators.errors import InvalidInputError
 from calculators.report.capacity import capacity_document, capacity_text
 from calculators.specs.catalog import get_gpu
 from calculators.units import GiB
+from calculators.validation import positive_int
 from calculators.vllm.capacity import vllm_capacity
 from calculators.vllm.overheads import FLASHINFER_SAMPLER_CHOICES
 from calculators.vllm.versions import DEFAULT_VLLM_VERSION
@@ -24,7 +25,11 @@ def _add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-gpus", type=int, help="GPUs in all (default: TP × PP)")
     p.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
     p.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1)
-    p.add_argument("--enable-expert-parallel", action="store_true")
+    p.add_argument("--data-parallel-size", "-dp", type=int, default=1,
+                   help="data-parallel ranks, each an engine of TP × PP GPUs with its own KV cache (the numbers are "
+                        "one rank's, as each prints them)")
+    p.add_argument("--enable-expert-parallel", action="store_true",
+                   help="MoE: whole experts spread over all TP × DP GPUs instead of each expert split by TP")
     p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32"])
     p.add_argument("--quantization", default=None)
     p.add_argument("--kv-cache-dtype", default="auto")
@@ -56,19 +61,23 @@ def cmd_capacity(a: argparse.Namespace) -> int:
     if gpu is None and a.gpu_memory_gib is None:
         raise InvalidInputError("gpu", None, "--gpu NAME or --gpu-memory-gib X")
     tp, pp = a.tensor_parallel_size, a.pipeline_parallel_size
-    if a.num_gpus is not None and a.num_gpus != tp * pp:
-        raise InvalidInputError("num_gpus", a.num_gpus, f"tensor_parallel_size × pipeline_parallel_size ({tp * pp})")
+    dp = int(positive_int("data_parallel_size", a.data_parallel_size, scalar=True))
+    if a.num_gpus is not None and a.num_gpus != tp * pp * dp:
+        raise InvalidInputError("num_gpus", a.num_gpus,
+                                f"tensor_parallel_size × pipeline_parallel_size × data_parallel_size ({tp * pp * dp})")
     result = vllm_capacity(
         model, gpu=gpu, gpu_memory_bytes=None if a.gpu_memory_gib is None else a.gpu_memory_gib * GiB,
         tensor_parallel_size=tp, pipeline_parallel_size=pp, dtype=a.dtype, quantization=a.quantization,
         kv_cache_dtype=a.kv_cache_dtype, gpu_memory_utilization=a.gpu_memory_utilization,
         max_model_len=a.max_model_len, max_num_batched_tokens=a.max_num_batched_tokens, max_num_seqs=a.max_num_seqs,
         block_size=a.block_size, enforce_eager=a.enforce_eager, kv_cache_memory_bytes=a.kv_cache_memory,
-        vllm_version=a.vllm_version, engine=a.engine, expert_parallel_size=tp if a.enable_expert_parallel else None,
+        vllm_version=a.vllm_version, engine=a.engine,
+        expert_parallel_size=tp * dp if a.enable_expert_parallel else None,
         flashinfer_sampler=a.flashinfer_sampler, language_model_only=a.language_model_only)
     cal = load_calibration(a.calibration)
     served = a.model if not (a.model.endswith(".json") or Path(a.model).is_file()) else model.id
-    doc = capacity_document(model, result, mean_len=a.seq_len_mean, p95_len=a.seq_len_p95, served_name=served)
+    doc = capacity_document(model, result, mean_len=a.seq_len_mean, p95_len=a.seq_len_p95, served_name=served,
+                            data_parallel_size=dp)
     if cal:
         doc["calibration"] = json.loads(cal.to_json())
     print(json.dumps(doc, indent=2) if a.json else capacity_text(doc))

@@ -13,7 +13,9 @@ performance model whose times are stretched to the pessimistic edge: :class:`Sca
 Under chunked prefill a prompt is processed inside fused steps, so TTFT moves with the step factor; its
 own band (which also holds the queueing the benchmarks measured) is shown beside it, not folded in.
 Every figure the planner derives from step times (TPOT, TTFT, throughput, replicas, cost) then follows; the
-planner itself does not know which model it holds.
+planner itself does not know which model it holds. The bands are the GPU's: for a GPU whose family has no runs in
+the corpus, those measured with each GPU family left out of the fit. They describe the shipped fit only, so a plan
+on a calibration carries none and is not sized conservatively (:func:`calculators.planning.fleet.plan_layout`).
 """
 from __future__ import annotations
 

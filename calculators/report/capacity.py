@@ -5,6 +5,7 @@ from dataclasses import asdict
 
 from calculators.specs.schema import ModelSpec
 from calculators.units import GiB
+from calculators.validation import positive_int
 from calculators.vllm.advice import max_num_seqs_advice, vllm_serve_command
 from calculators.vllm.capacity import CapacityResult
 from calculators.vllm.concurrency import pool_blocks
@@ -26,12 +27,16 @@ def _estimate(e) -> dict:
 
 
 def capacity_document(model: ModelSpec, result: CapacityResult, *, mean_len: float | None = None,
-                      p95_len: float | None = None, served_name: str | None = None) -> dict:
+                      p95_len: float | None = None, served_name: str | None = None,
+                      data_parallel_size: int = 1) -> dict:
     """Everything a user needs to check the result: headline numbers (SI units), the per-stage
     breakdown, the resolved flags, vLLM's printed lines and the ``max_num_seqs`` advice.
 
     ``served_name`` is the name the user gave (an Instruct variant of a catalog entry, say), used in
-    the ``vllm serve`` line."""
+    the ``vllm serve`` line. With ``data_parallel_size`` above 1 (vLLM's ``--data-parallel-size``) the result is one
+    rank's: vLLM starts that many engines, each printing these lines for its own KV cache and ``max_num_seqs``."""
+    dp = int(positive_int("data_parallel_size", data_parallel_size, scalar=True))
+    notes = list(result.notes)
     st = result.binding
     s = result.settings
     advice = (max_num_seqs_advice(model, result, mean_len=mean_len, p95_len=p95_len)
@@ -69,11 +74,17 @@ def capacity_document(model: ModelSpec, result: CapacityResult, *, mean_len: flo
             "num_blocks": x.num_blocks,
         } for x in result.stages],
         "vllm_lines": list(result.vllm_lines),
-        "notes": list(result.notes),
+        "notes": notes,
         "max_num_seqs_advice": advice,
         "vllm_serve": vllm_serve_command(served_name or model.id, result,
-                                         None if advice is None else advice["recommended_max_num_seqs"]),
+                                         None if advice is None else advice["recommended_max_num_seqs"],
+                                         data_parallel_size=dp),
+        "data_parallel_size": dp,
     }
+    if dp > 1:
+        notes.append(f"per data-parallel rank: vLLM starts {dp} engines of tensor_parallel_size "
+                     f"{s.tensor_parallel_size}, each with this KV cache, these lines and its own max_num_seqs "
+                     f"({dp * s.tensor_parallel_size * s.pipeline_parallel_size} GPUs in all)")
     if result.estimated_max_model_len is not None:
         doc["estimated_max_model_len"] = result.estimated_max_model_len
     return doc

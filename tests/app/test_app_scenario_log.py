@@ -26,7 +26,8 @@ def test_round_trip_every_field():
     s = Scenario(model="m/x", gpu="H200", tensor_parallel_size=8, pipeline_parallel_size=2, dtype="float16",
                  quantization="fp8", kv_cache_dtype="fp8", gpu_memory_utilization=0.85, max_model_len=32768,
                  max_num_batched_tokens=4096, max_num_seqs=128, block_size=32, enforce_eager=True,
-                 vllm_version="0.10.2", kv_cache_memory_gib=32.06, mean_len=1500, p95_len=4000)
+                 vllm_version="0.10.2", kv_cache_memory_gib=32.06, mean_len=1500, p95_len=4000,
+                 data_parallel_size=4, enable_expert_parallel=True)
     q = scenario_to_query(s)
     assert q["v"] == "1" and set(QUERY_KEYS) <= set(q)
     back, messages = scenario_from_query(q)
@@ -60,6 +61,16 @@ def test_cli_args_mirror_kwargs():
     args = Scenario(kv_cache_memory_gib=32.06, enforce_eager=True).cli_args()
     assert args[args.index("--kv-cache-memory") + 1] == str(int(32.06 * 2**30))
     assert "--enforce-eager" in args
+
+
+def test_data_parallel_ranks_reach_the_capacity_and_the_cli():
+    # vLLM's --data-parallel-size 8 --enable-expert-parallel at TP 1: each rank holds the experts of 8 GPUs' share
+    s = Scenario(model="deepseek-ai/DeepSeek-R1", gpu="H200-SXM", data_parallel_size=8, enable_expert_parallel=True)
+    assert s.capacity_kwargs()["tensor_parallel_size"] == 1 and s.capacity_kwargs()["expert_parallel_size"] == 8
+    args = s.cli_args()
+    assert args[args.index("--data-parallel-size") + 1] == "8" and "--enable-expert-parallel" in args
+    assert "--data-parallel-size" not in Scenario().cli_args()
+    assert Scenario(tensor_parallel_size=2, data_parallel_size=4).capacity_kwargs()["expert_parallel_size"] is None
 
 
 def test_custom_gpu_validation_and_round_trip():

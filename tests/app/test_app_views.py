@@ -84,9 +84,35 @@ def test_bad_tp_error_next_to_input(make_app):
 def test_permalink_has_every_input(make_app):
     at = make_app(**DEEP)
     link = permalink(at)
-    for key in ("v=1", "model=", "gpu=H100-SXM", "tp=4", "pp=1", "dtype=", "quant=", "kv_dtype=", "util=",
-                "max_len=131072", "mnbt=", "max_seqs=", "block=16", "eager=", "vllm=", "mean_len=", "p95_len="):
+    for key in ("v=1", "model=", "gpu=H100-SXM", "tp=4", "pp=1", "dp=1", "ep=false", "dtype=", "quant=", "kv_dtype=",
+                "util=", "max_len=131072", "mnbt=", "max_seqs=", "block=16", "eager=", "vllm=", "mean_len=",
+                "p95_len="):
         assert key in link
+
+
+def test_data_parallel_ranks_from_the_sidebar(make_app):
+    # DeepSeek-R1 on H200s as vLLM's --data-parallel-size 8 --enable-expert-parallel: the KV figures are one rank's,
+    # the serve line has both flags, the link keeps them, and the timed pages say where such a layout is priced
+    from app.ui.perf import DATA_PARALLEL_NOTE
+    from calculators.specs.catalog import get_gpu, get_model
+    from calculators.vllm.capacity import vllm_capacity
+    at = make_app("views/kv_cache.py", model="deepseek-ai/DeepSeek-R1", gpu="H200-SXM", dp="8", ep="true",
+                  max_len="8192")
+    assert not at.exception and not at.error
+    rank = vllm_capacity(get_model("deepseek-ai/DeepSeek-R1"), gpu=get_gpu("H200-SXM"), tensor_parallel_size=1,
+                         expert_parallel_size=8, max_model_len=8192)
+    assert at.session_state["dp"] == 8 and at.session_state["ep"] is True
+    def shown(at) -> str:
+        return " ".join(x.value for x in [*at.caption, *at.markdown, *at.text, *at.code, *at.info])
+    assert f"{rank.kv_cache_tokens:,}" in shown(at)
+    assert "dp=8" in permalink(at) and "ep=true" in permalink(at)
+    for page in ("views/overview.py", "views/roofline.py", "views/latency_budget.py", "views/simulator.py"):
+        at.switch_page(page).run()
+        assert not at.exception, page
+        assert any(DATA_PARALLEL_NOTE in x.value for x in [*at.info, *at.warning]), page
+        if page == "views/overview.py":
+            assert "--data-parallel-size 8" in shown(at) and "--enable-expert-parallel" in shown(at)
+            assert "per data-parallel rank: vLLM starts 8 engines" in shown(at)
 
 
 def test_kv_cache_view(make_app):

@@ -27,6 +27,31 @@ def test_capacity_human_output_shows_vllm_lines_and_math():
         assert text in p.stdout
 
 
+def test_capacity_of_one_data_parallel_rank():
+    # --data-parallel-size 8 --enable-expert-parallel: the numbers each of the 8 engines prints (TP 1, the 256
+    # experts spread over 8 GPUs), the serve line with both flags, and 8 GPUs in all
+    from calculators.specs.catalog import get_gpu, get_model
+    from calculators.vllm.capacity import vllm_capacity
+    base = ("capacity", "--model", "deepseek-ai/DeepSeek-R1", "--gpu", "H200", "--max-model-len", "8192")
+    p = llmcap(*base, "--data-parallel-size", "8", "--enable-expert-parallel", "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    rank = vllm_capacity(get_model("deepseek-ai/DeepSeek-R1"), gpu=get_gpu("H200"), tensor_parallel_size=1,
+                         expert_parallel_size=8, max_model_len=8192)
+    assert doc["kv_cache_tokens"] == rank.kv_cache_tokens and doc["data_parallel_size"] == 8
+    assert doc["settings"]["expert_parallel_size"] == 8 and doc["settings"]["tensor_parallel_size"] == 1
+    assert "--data-parallel-size 8" in doc["vllm_serve"] and "--enable-expert-parallel" in doc["vllm_serve"]
+    assert any("per data-parallel rank: vLLM starts 8 engines" in n for n in doc["notes"])
+    # a rank holds attention whole: less KV room per GPU than 8-way tensor parallelism, but its own pool
+    tp8 = vllm_capacity(get_model("deepseek-ai/DeepSeek-R1"), gpu=get_gpu("H200"), tensor_parallel_size=8,
+                        max_model_len=8192)
+    assert rank.binding.weights_bytes > tp8.binding.weights_bytes
+    bad = llmcap(*base, "--data-parallel-size", "8", "--num-gpus", "4")
+    assert bad.returncode == 2 and "num_gpus" in bad.stderr and "data_parallel_size (8)" in bad.stderr
+    zero = llmcap(*base, "--data-parallel-size", "0")
+    assert zero.returncode == 2 and "data_parallel_size" in zero.stderr
+
+
 def test_capacity_json_from_printed_memory():
     p = llmcap("capacity", "--model", str(HF_CONFIGS / "meta-llama__Llama-3.1-70B.json"), "--gpu-memory-gib", "80",
                "--tensor-parallel-size", "4", "--max-model-len", "131072", "--kv-cache-memory",
