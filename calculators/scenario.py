@@ -87,6 +87,16 @@ class Scenario(BaseModel):
                 "vllm_version": self.vllm_version,
                 "kv_cache_memory_bytes": None if kv is None else int(kv * GiB)}
 
+    def attention_ranks(self, model) -> int:
+        """Data-parallel ranks the performance model prices as data-parallel attention: ``data_parallel_size``
+        where each rank is one GPU holding attention whole with the experts spread over all of them (vLLM's
+        ``--data-parallel-size D --enable-expert-parallel`` at tensor_parallel_size and pipeline_parallel_size 1,
+        a mixture-of-experts ``model``); 1 for every other layout (a single engine, or data-parallel ranks the
+        timed figures do not model)."""
+        dp_attention = (self.data_parallel_size > 1 and self.enable_expert_parallel and model.is_moe
+                        and self.tensor_parallel_size == 1 and self.pipeline_parallel_size == 1)
+        return self.data_parallel_size if dp_attention else 1
+
     @property
     def length_mix_mean(self) -> float:
         """Mean tokens per sequence (prompt + output) of the length mix the ``max_num_seqs`` advice uses:

@@ -43,13 +43,17 @@ def planned(ctx, model, gpus: list, name: str, **extra: Any) -> tuple[list, Any,
 
 
 def planned_scenario_layout(ctx):
-    """The sidebar's own layout (its GPU, tensor_parallel_size and pipeline_parallel_size) sized for its
+    """The sidebar's own layout (its GPU, tensor_parallel_size and pipeline_parallel_size, expert parallelism,
+    or data-parallel ranks of one GPU with the experts spread: the planner's DP-attention layout) sized for its
     workload: replicas, GPUs and the six cost figures (memoised per session and inputs)."""
     from app.ui import perf
     from calculators.planning.fleet import Layout, plan_layout
     scn = ctx.scenario
     eff, _ = perf.efficiencies(ctx)
-    layout = Layout(ctx.gpu, scn.tensor_parallel_size, scn.pipeline_parallel_size)
+    ranks = scn.attention_ranks(ctx.model)
+    layout = (Layout(ctx.gpu, ranks, 1, expert_parallel=True, dp_attention=True) if ranks > 1 else
+              Layout(ctx.gpu, scn.tensor_parallel_size, scn.pipeline_parallel_size,
+                     expert_parallel=scn.enable_expert_parallel and ctx.model.is_moe))
     kw = {"quantization": None if scn.quantization == "auto" else scn.quantization,
           "kv_cache_dtype": scn.kv_cache_dtype, "gpu_memory_utilization": scn.gpu_memory_utilization,
           "max_model_len": scn.max_model_len, "efficiencies": eff}

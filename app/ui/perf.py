@@ -40,11 +40,17 @@ def efficiencies(ctx: Computed) -> tuple[Efficiencies, str]:
                             f"and engine{runs} ({load_fit().fitted:%Y-%m-%d}; see Model accuracy)")
 
 
-#: Why the timed pages have no figures for several data-parallel ranks (the capacity pages give one rank's).
-DATA_PARALLEL_NOTE = ("Timed figures here are for one engine (data_parallel_size 1). For data-parallel ranks of one "
-                      "GPU with experts spread over them, the Fleet planner and Compare GPUs price that layout "
-                      "(\"DP attention\"), as does `llmcap perf --enable-dp-attention`; the KV-cache figures are one "
-                      "rank's.")
+#: Why the timed pages have no figures for these data-parallel ranks (the capacity pages give one rank's).
+DATA_PARALLEL_NOTE = ("Timed figures cover one engine, or data-parallel ranks of one GPU each with the experts spread "
+                      "over them (a mixture-of-experts model, tensor_parallel_size 1, enable_expert_parallel: the "
+                      "Fleet planner's \"DP attention\"). These data-parallel ranks are engines of their own: set "
+                      "data_parallel_size 1 to time one; the KV-cache figures are one rank's.")
+
+
+#: Why the simulator page runs no data-parallel ranks.
+SIMULATOR_DATA_PARALLEL_NOTE = ("The simulator runs one engine, and data-parallel ranks are engines of their own: set "
+                                "data_parallel_size 1 to simulate one rank, or run `llmcap simulate "
+                                "--enable-dp-attention` for ranks of one GPU with the experts spread over them.")
 
 
 def performance_model(ctx: Computed) -> tuple[Roofline | None, str]:
@@ -52,15 +58,16 @@ def performance_model(ctx: Computed) -> tuple[Roofline | None, str]:
     none (``why`` may be empty: an error the page shows already)."""
     if ctx.error is not None or ctx.model is None or ctx.doc is None:
         return None, ""
-    if ctx.scenario.data_parallel_size > 1:
+    ranks = ctx.scenario.attention_ranks(ctx.model)
+    if ctx.scenario.data_parallel_size > 1 and ranks == 1:
         return None, DATA_PARALLEL_NOTE
     s = ctx.doc["settings"]
     eff, source = efficiencies(ctx)
-    try:
-        r = Roofline(ctx.model, ctx.gpu, tensor_parallel_size=s["tensor_parallel_size"],
+    try:  # data-parallel attention: the replica is the ranks' GPUs (the capacity is one rank's)
+        r = Roofline(ctx.model, ctx.gpu, tensor_parallel_size=s["tensor_parallel_size"] * ranks,
                      pipeline_parallel_size=s["pipeline_parallel_size"], quantization=s["quantization"],
                      dtype=s["dtype"], kv_cache_dtype=s["kv_cache_dtype"], efficiencies=eff,
-                     max_num_batched_tokens=s["max_num_batched_tokens"])
+                     max_num_batched_tokens=s["max_num_batched_tokens"], enable_dp_attention=ranks > 1)
     except InvalidInputError as exc:
         st.error(str(exc))
         return None, ""

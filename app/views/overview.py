@@ -37,9 +37,10 @@ def _recommendation(ctx, summ: dict | None, note: str | None) -> None:
     c = st.columns([1, 3])
     c[0].metric("Recommended max_num_seqs", f"{rec['max_num_seqs']:,}", help=GLOSSARY["max_num_seqs"])
     c[1].markdown(f"**Why:** {rec['reason']}.")
-    parts = []
+    parts, pools = [], summ["pools"]
     if advice:
-        parts.append(f"the KV cache holds {advice['concurrency_at_mean']:,} sequences of the mean length "
+        whose = f"each of the {pools} data-parallel ranks' KV cache" if pools > 1 else "the KV cache"
+        parts.append(f"{whose} holds {advice['concurrency_at_mean']:,} sequences of the mean length "
                      f"({advice['mean_len']:,.0f} tokens)"
                      + (f" and {advice['concurrency_at_p95']:,} at p95 ({advice['p95_len']:,.0f})"
                         if advice["p95_len"] else ""))
@@ -47,7 +48,9 @@ def _recommendation(ctx, summ: dict | None, note: str | None) -> None:
         parts.append(f"up to {int(knee['slo_batch_size']):,} in flight meet the p99 latency targets")
     if knee["knee_batch_size"]:
         parts.append(f"throughput flattens above {int(knee['knee_batch_size']):,} (the knee)")
-    st.caption("For reference: " + "; ".join(parts) + ". The serve line below uses the recommendation.")
+    ranks = (f" max_num_seqs is each rank's: the {pools} ranks run {pools} × it in flight ({summ['batch']:,})."
+             if pools > 1 else "")
+    st.caption("For reference: " + "; ".join(parts) + ". The serve line below uses the recommendation." + ranks)
 
 
 def _throughput_latency(summ: dict, gpu) -> None:
@@ -61,7 +64,9 @@ def _throughput_latency(summ: dict, gpu) -> None:
     c[3].metric("TPOT [ms]", f"{p['tpot_s'] * 1e3:,.2f}", help=GLOSSARY["tpot"])
     c[4].metric("End-to-end [s]", f"{p['e2e_latency_s']:,.2f}", help=GLOSSARY["e2e"])
     widgets.band_caption(p["tpot_s"], p["ttft_s"], p["output_tokens_per_s"], gpu, summ["shipped"])
-    st.caption(f"With {p['batch_size']:,} requests in flight (the recommended max_num_seqs, fully used), "
+    used = ("the recommended max_num_seqs, fully used" if summ["pools"] == 1 else
+            f"the recommended max_num_seqs on each of the {summ['pools']} data-parallel ranks")
+    st.caption(f"With {p['batch_size']:,} requests in flight ({used}), "
                f"{p['input_len']:,} tokens in / {p['output_len']:,} out, {p['bound']}-bound decode · "
                f"{summ['source']}. Details: Roofline & batch size, Latency budget.")
 
@@ -72,7 +77,7 @@ def _costs(ctx) -> None:
     from app.ui import fleet_charts as fc
     from calculators.planning.costs import COST_LABELS
     st.subheader("Cost at your traffic")
-    if ctx.scenario.data_parallel_size > 1:
+    if ctx.scenario.data_parallel_size > 1 and ctx.scenario.attention_ranks(ctx.model) == 1:
         from app.ui.perf import DATA_PARALLEL_NOTE
         st.info(DATA_PARALLEL_NOTE)
         return
@@ -143,7 +148,8 @@ def render() -> None:
 
         st.subheader("vllm serve")
         serve = doc["vllm_serve"] if summ is None else vllm_serve_command(
-            state.served_name(ctx.scenario, model), ctx.result, summ["recommendation"]["max_num_seqs"])
+            state.served_name(ctx.scenario, model), ctx.result, summ["recommendation"]["max_num_seqs"],
+            data_parallel_size=ctx.scenario.data_parallel_size)
         st.text(serve)  # not st.code: its highlighter chunk holds the first paint ~1 s (cold start)
         st.subheader("What vLLM prints at start-up (predicted)")
         st.text("\n".join(doc["vllm_lines"]))

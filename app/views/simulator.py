@@ -376,7 +376,10 @@ def render() -> None:
     st.caption("One replica, one engine step at a time (vLLM's scheduler: continuous batching with chunked prefill, "
                "KV blocks and preemption; or static batches padded to the longest). Step times come from the "
                "performance model; the KV cache from the KV cache page's accounting.")
-    if not widgets.show_error(ctx):
+    error = widgets.show_error(ctx)
+    if not error and ctx.scenario.data_parallel_size > 1:
+        st.info(perf.SIMULATOR_DATA_PARALLEL_NOTE)
+    elif not error:
         pm, source = perf.performance_model(ctx)
         doc = ctx.doc
         blocks, block_size = int(doc["num_gpu_blocks"]), int(doc["settings"]["block_size"])

@@ -30,7 +30,7 @@ from calculators.planning.queueing import batched_server_wait
 from calculators.report.perf import knee_document, perf_document
 from calculators.vllm.advice import recommend_max_num_seqs
 from calculators.vllm.capacity import CapacityResult
-from calculators.vllm.concurrency import batch_limit
+from calculators.vllm.concurrency import attention_ranks, batch_limit
 
 #: Decode batch sizes whose operating points the roofline chart shows (with the knee and the KV limit).
 ROOFLINE_BATCHES = (1, 4, 16, 64, 256, 1024)
@@ -53,11 +53,17 @@ def performance_summary(r: Roofline, result: CapacityResult, *, input_len: int, 
     recommendation (:func:`calculators.vllm.advice.recommend_max_num_seqs`) and the perf document with
     that many requests in flight (``llmcap perf --concurrency <n> --json``), for the scenario's KV limit.
 
-    ``kv_max_num_seqs`` is what the KV pool holds at the scenario's length mix (the capacity advice);
-    without it, the pool's limit at ``input_len + output_len``. Returns ``{"limit", "knee",
-    "recommendation", "perf" (None when nothing fits), "batch", "crossover"}``.
+    ``result`` is one KV pool's capacity: with data-parallel attention (``r.enable_dp_attention``) the replica
+    runs ``pools`` of them, one per GPU (:func:`~calculators.vllm.concurrency.attention_ranks`; vLLM's data-parallel
+    ranks), so its limit is ``pools`` times the pool's and the recommendation is each rank's ``max_num_seqs``
+    (vLLM's flag is per rank), with ``pools`` times as many requests in flight. ``kv_max_num_seqs`` is what the pool
+    holds at the scenario's length mix (the capacity advice); without it, the pool's limit at ``input_len +
+    output_len``. Returns ``{"limit", "knee", "recommendation", "perf" (None when nothing fits), "batch",
+    "crossover", "pools"}``.
     """
-    limit = batch_limit(r.model, result, input_len + output_len)
+    pools = attention_ranks(int(np.ravel(r.tensor_parallel_size)[0]), r.enable_dp_attention).pools
+    pool_limit = batch_limit(r.model, result, input_len + output_len)
+    limit = pools * pool_limit
     if limit < 1:
         knee: dict = {"model": r.model.id, "gpu": r.gpu.id, "kv_batch_limit": limit, "knee_batch_size": None,
                 "slo_batch_size": None, "curve": [],
@@ -65,20 +71,22 @@ def performance_summary(r: Roofline, result: CapacityResult, *, input_len: int, 
                            + (f" (max_model_len {result.settings.max_model_len:,})"
                               if input_len + output_len > result.settings.max_model_len else "")}
         return {"limit": limit, "knee": knee, "recommendation": None, "perf": None, "batch": None,
-                "crossover": None}
+                "crossover": None, "pools": pools}
     knee = knee_document(r, input_len=input_len, output_len=output_len, ttft_target_s=ttft_target_s,
                          tpot_target_s=tpot_target_s, threshold=threshold, max_batch=limit)
     knee["kv_batch_limit"] = limit
-    rec = recommend_max_num_seqs(min(kv_max_num_seqs or limit, limit), knee["slo_batch_size"],
-                                 knee["knee_batch_size"],
+    per_rank = {k: None if knee[k] is None else max(1, int(knee[k]) // pools)
+                for k in ("slo_batch_size", "knee_batch_size")}
+    rec = recommend_max_num_seqs(min(kv_max_num_seqs or pool_limit, pool_limit), per_rank["slo_batch_size"],
+                                 per_rank["knee_batch_size"],
                                  has_targets=ttft_target_s is not None or tpot_target_s is not None)
-    batch = int(rec["max_num_seqs"])
+    batch = int(rec["max_num_seqs"]) * pools
     perf = perf_document(r, concurrency=batch, input_len=input_len, output_len=output_len)
     perf["kv_batch_limit"] = limit
     if batch <= limit:
         perf.pop("warning", None)
     return {"limit": limit, "knee": knee, "recommendation": rec, "perf": perf, "batch": batch,
-            "crossover": perf["crossover_batch_size"]}
+            "crossover": perf["crossover_batch_size"], "pools": pools}
 
 
 def context_options(default: int, maximum: int, minimum: int = 16) -> list[int]:

@@ -92,27 +92,47 @@ def test_permalink_has_every_input(make_app):
 
 def test_data_parallel_ranks_from_the_sidebar(make_app):
     # DeepSeek-R1 on H200s as vLLM's --data-parallel-size 8 --enable-expert-parallel: the KV figures are one rank's,
-    # the serve line has both flags, the link keeps them, and the timed pages say where such a layout is priced
-    from app.ui.perf import DATA_PARALLEL_NOTE
+    # the link keeps both flags, and the timed figures are the data-parallel-attention model's (llmcap perf
+    # --enable-dp-attention -tp 8 at 8 x the recommended max_num_seqs), each rank's max_num_seqs in the serve line
+    from app.ui.perf import SIMULATOR_DATA_PARALLEL_NOTE
+    from calculators.perf.roofline import Roofline
+    from calculators.report.perf import perf_document
     from calculators.specs.catalog import get_gpu, get_model
     from calculators.vllm.capacity import vllm_capacity
-    at = make_app("views/kv_cache.py", model="deepseek-ai/DeepSeek-R1", gpu="H200-SXM", dp="8", ep="true",
-                  max_len="8192")
+    r1, h200 = get_model("deepseek-ai/DeepSeek-R1"), get_gpu("H200-SXM")
+    at = make_app("views/kv_cache.py", model=r1.id, gpu=h200.id, dp="8", ep="true", max_len="8192")
     assert not at.exception and not at.error
-    rank = vllm_capacity(get_model("deepseek-ai/DeepSeek-R1"), gpu=get_gpu("H200-SXM"), tensor_parallel_size=1,
-                         expert_parallel_size=8, max_model_len=8192)
-    assert at.session_state["dp"] == 8 and at.session_state["ep"] is True
+    rank = vllm_capacity(r1, gpu=h200, tensor_parallel_size=1, expert_parallel_size=8, max_model_len=8192)
+
     def shown(at) -> str:
         return " ".join(x.value for x in [*at.caption, *at.markdown, *at.text, *at.code, *at.info])
     assert f"{rank.kv_cache_tokens:,}" in shown(at)
     assert "dp=8" in permalink(at) and "ep=true" in permalink(at)
-    for page in ("views/overview.py", "views/roofline.py", "views/latency_budget.py", "views/simulator.py"):
+    at.switch_page("views/overview.py").run()
+    assert not at.exception
+    per_rank = int(metrics(at)["Recommended max_num_seqs"].replace(",", ""))
+    assert "--data-parallel-size 8" in shown(at) and f"--max-num-seqs {per_rank} " in shown(at)
+    assert "per data-parallel rank: vLLM starts 8 engines" in shown(at)
+    doc = perf_document(Roofline(r1, h200, tensor_parallel_size=8, enable_dp_attention=True,
+                                 max_num_batched_tokens=rank.settings.max_num_batched_tokens),
+                        input_len=2000, output_len=300, concurrency=8 * per_rank)
+    assert metrics(at)["Tokens/s per replica"] == f"{doc['output_tokens_per_s']:,.0f}"
+    assert "each of the 8 data-parallel ranks" in shown(at)
+    for page in ("views/roofline.py", "views/latency_budget.py"):
         at.switch_page(page).run()
-        assert not at.exception, page
-        assert any(DATA_PARALLEL_NOTE in x.value for x in [*at.info, *at.warning]), page
-        if page == "views/overview.py":
-            assert "--data-parallel-size 8" in shown(at) and "--enable-expert-parallel" in shown(at)
-            assert "per data-parallel rank: vLLM starts 8 engines" in shown(at)
+        assert not at.exception and any(c.value.startswith("80 % band") for c in at.caption), page
+    at.switch_page("views/simulator.py").run()
+    assert not at.exception and any(SIMULATOR_DATA_PARALLEL_NOTE in i.value for i in at.info)
+
+
+def test_data_parallel_ranks_the_model_does_not_time_say_so(make_app):
+    # TP 2 inside each of 4 data-parallel ranks: the capacity is one rank's, the timed pages say they do not price it
+    from app.ui.perf import DATA_PARALLEL_NOTE
+    at = make_app(model="deepseek-ai/DeepSeek-R1", gpu="H200-SXM", tp="2", dp="4", ep="true", max_len="8192")
+    assert not at.exception
+    for page in ("views/overview.py", "views/roofline.py", "views/latency_budget.py"):
+        at.switch_page(page).run()
+        assert not at.exception and any(DATA_PARALLEL_NOTE in i.value for i in at.info), page
 
 
 def test_kv_cache_view(make_app):
