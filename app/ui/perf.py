@@ -47,12 +47,6 @@ DATA_PARALLEL_NOTE = ("Timed figures cover one engine, or data-parallel ranks of
                       "data_parallel_size 1 to time one; the KV-cache figures are one rank's.")
 
 
-#: Why the simulator page runs no data-parallel ranks.
-SIMULATOR_DATA_PARALLEL_NOTE = ("The simulator runs one engine, and data-parallel ranks are engines of their own: set "
-                                "data_parallel_size 1 to simulate one rank, or run `llmcap simulate "
-                                "--enable-dp-attention` for ranks of one GPU with the experts spread over them.")
-
-
 def performance_model(ctx: Computed) -> tuple[Roofline | None, str]:
     """The scenario's performance model and a sentence saying which one it is; ``(None, why)`` where there is
     none (``why`` may be empty: an error the page shows already)."""

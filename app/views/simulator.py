@@ -36,15 +36,16 @@ POLICIES = ("continuous", "static")
 NUM = st.column_config.NumberColumn(format="%.1f")
 
 
-def _defaults(sc, s: dict) -> dict:
-    """The page's inputs, started from the scenario in the sidebar."""
+def _defaults(sc, s: dict, ranks: int = 1) -> dict:
+    """The page's inputs, started from the scenario in the sidebar (``max_num_seqs`` that of its ``ranks``
+    data-parallel ranks together)."""
     inp, out = max(1, round(sc.input_len)), max(1, round(sc.output_len))
     defaults = {"sim_arrival": ARRIVALS[0], "sim_rate": float(sc.request_rate_per_s), "sim_cv": 2.0,
                 "sim_users": 32, "sim_think": 1.0, "sim_lengths": LENGTHS[1], "sim_in": inp, "sim_out": out,
                 "sim_in_p95": 2 * inp, "sim_out_p95": 2 * out, "sim_long_in": 4 * inp, "sim_long_out": 2 * out,
                 "sim_long_frac": 0.2, "sim_duration": 120.0, "sim_warmup_pct": 10.0, "sim_seed": 0,
                 "sim_compare": False}
-    mns = int(s.get("max_num_seqs") or 256)
+    mns = ranks * int(s.get("max_num_seqs") or 256)
     mnbt = int(s.get("max_num_batched_tokens") or 8192)
     for tag, kind in (("a", "continuous"), ("b", "static")):
         defaults |= {f"sim_{tag}_kind": kind, f"sim_{tag}_mns": mns, f"sim_{tag}_mnbt": max(mnbt, mns),
@@ -376,13 +377,11 @@ def render() -> None:
     st.caption("One replica, one engine step at a time (vLLM's scheduler: continuous batching with chunked prefill, "
                "KV blocks and preemption; or static batches padded to the longest). Step times come from the "
                "performance model; the KV cache from the KV cache page's accounting.")
-    error = widgets.show_error(ctx)
-    if not error and ctx.scenario.data_parallel_size > 1:
-        st.info(perf.SIMULATOR_DATA_PARALLEL_NOTE)
-    elif not error:
+    if not widgets.show_error(ctx):
         pm, source = perf.performance_model(ctx)
         doc = ctx.doc
-        blocks, block_size = int(doc["num_gpu_blocks"]), int(doc["settings"]["block_size"])
+        ranks = ctx.scenario.attention_ranks(ctx.model)  # data-parallel attention: the ranks' pools together
+        blocks, block_size = ranks * int(doc["num_gpu_blocks"]), int(doc["settings"]["block_size"])
         if pm is None:
             st.warning(source or "No performance model for this scenario.")
         elif not doc["fits"] or blocks <= 0:
@@ -391,11 +390,13 @@ def render() -> None:
             sc = ctx.scenario
             slo = SLO(None if sc.ttft_p99_ms is None else sc.ttft_p99_ms / 1e3,
                       None if sc.tpot_p99_ms is None else sc.tpot_p99_ms / 1e3)
-            defaults = _defaults(sc, doc["settings"])
+            defaults = _defaults(sc, doc["settings"], ranks)
             input_keys = list(defaults)
             _seed_defaults(defaults)
+            pooled = (f", the {ranks} data-parallel ranks' caches scheduled as one pool, as `llmcap simulate "
+                      "--enable-dp-attention` does" if ranks > 1 else "")
             st.caption(f"Step times: {source}. KV cache: {blocks:,} blocks of {block_size} tokens "
-                       f"({blocks * block_size:,} tokens). SLO for goodput: TTFT ≤ "
+                       f"({blocks * block_size:,} tokens{pooled}). SLO for goodput: TTFT ≤ "
                        f"{'—' if sc.ttft_p99_ms is None else f'{sc.ttft_p99_ms:,.0f} ms'}, TPOT ≤ "
                        f"{'—' if sc.tpot_p99_ms is None else f'{sc.tpot_p99_ms:,.0f} ms'} (from the sidebar).")
             st.subheader("Workload")

@@ -94,7 +94,6 @@ def test_data_parallel_ranks_from_the_sidebar(make_app):
     # DeepSeek-R1 on H200s as vLLM's --data-parallel-size 8 --enable-expert-parallel: the KV figures are one rank's,
     # the link keeps both flags, and the timed figures are the data-parallel-attention model's (llmcap perf
     # --enable-dp-attention -tp 8 at 8 x the recommended max_num_seqs), each rank's max_num_seqs in the serve line
-    from app.ui.perf import SIMULATOR_DATA_PARALLEL_NOTE
     from calculators.perf.roofline import Roofline
     from calculators.report.perf import perf_document
     from calculators.specs.catalog import get_gpu, get_model
@@ -121,8 +120,10 @@ def test_data_parallel_ranks_from_the_sidebar(make_app):
     for page in ("views/roofline.py", "views/latency_budget.py"):
         at.switch_page(page).run()
         assert not at.exception and any(c.value.startswith("80 % band") for c in at.caption), page
-    at.switch_page("views/simulator.py").run()
-    assert not at.exception and any(SIMULATOR_DATA_PARALLEL_NOTE in i.value for i in at.info)
+    at.switch_page("views/simulator.py").run()  # the ranks' pools together, as llmcap simulate does
+    assert not at.exception
+    assert any(f"KV cache: {8 * rank.binding.num_blocks:,} blocks" in c.value for c in at.caption)
+    assert at.session_state["sim_a_mns"] == 8 * rank.settings.max_num_seqs
 
 
 def test_data_parallel_ranks_the_model_does_not_time_say_so(make_app):
@@ -130,9 +131,10 @@ def test_data_parallel_ranks_the_model_does_not_time_say_so(make_app):
     from app.ui.perf import DATA_PARALLEL_NOTE
     at = make_app(model="deepseek-ai/DeepSeek-R1", gpu="H200-SXM", tp="2", dp="4", ep="true", max_len="8192")
     assert not at.exception
-    for page in ("views/overview.py", "views/roofline.py", "views/latency_budget.py"):
+    for page in ("views/overview.py", "views/roofline.py", "views/latency_budget.py", "views/simulator.py"):
         at.switch_page(page).run()
-        assert not at.exception and any(DATA_PARALLEL_NOTE in i.value for i in at.info), page
+        assert not at.exception
+        assert any(DATA_PARALLEL_NOTE in i.value for i in [*at.info, *at.warning]), page
 
 
 def test_kv_cache_view(make_app):
