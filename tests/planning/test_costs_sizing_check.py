@@ -78,7 +78,7 @@ def test_conservative_plan_sits_on_the_tpot_band_edge_and_costs_more():
     assert "pessimistic edge" in sizing_sentence("conservative") and "estimate" in sizing_sentence("estimate")
 
 
-def test_a_gpu_of_a_family_without_runs_is_sized_on_the_wider_bands():
+def test_a_gpu_of_a_family_without_runs_is_sized_on_the_family_bands():
     # No corpus run is on a T4 (NVIDIA Turing): conservative sizing stretches its steps by the TPOT band
     # measured with each GPU family left out of the fit, and the plan's band edges are that band's
     from calculators.perf.bands import load_bands

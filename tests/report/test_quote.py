@@ -188,7 +188,7 @@ def test_a_gpu_without_runs_of_its_own_says_whose_efficiencies_it_takes():
     assert Efficiencies.fitted(get_gpu("T4")).compute == pytest.approx(load_fit().shipped.reference.compute)
 
 
-def test_a_quote_on_a_gpu_without_runs_states_the_wider_bands():
+def test_a_quote_on_a_gpu_without_runs_states_the_family_bands():
     # A T4 quote: its bands are those measured with each GPU family left out of the fit, and it says so
     from calculators.perf.bands import load_bands
     m, t4 = get_model("meta-llama/Llama-3.2-1B"), get_gpu("T4")
