@@ -506,6 +506,28 @@ def test_loso_with_refits_predicts_each_source_by_the_profile_fitted_without_it(
     assert {"inferencex", "dstack", "lmdeploy"} <= {h.source for h in load_fit().held_out}
 
 
+def test_a_family_left_out_takes_the_reference_set_of_its_refit():
+    # Ada's rows (L40S) by a profile without an Ada entry whose reference memory efficiency is half the shipped
+    # Ada one: every Ada TPOT at one request in flight (memory-bound: weights and cache read each step) comes out
+    # slower, by up to the 2x of its memory time; the Ampere rows, with no refit given, stay as predicted.
+    rows = comparable_rows()
+    some = rows[rows["gpu_family"].isin(["NVIDIA Ada", "NVIDIA Ampere"])]
+    pred = predict(some)
+    shipped = load_fit().shipped
+    half = shipped.family["NVIDIA Ada"].memory / 2
+    unseen = shipped.model_copy(update={
+        "family": {f: e for f, e in shipped.family.items() if f != "NVIDIA Ada"},
+        "reference": shipped.reference.model_copy(update={"memory": half})})
+    out = loso_rows(pred, {"NVIDIA Ada": unseen}, by="gpu_family")
+    ada = out[(out["gpu_family"] == "NVIDIA Ada") & (out["metric"] == "tpot") & (out["concurrency"] == 1)]
+    assert len(ada) and set(ada["correction_level"]) == {"refit without the family"}
+    ratio = ada["corrected"] / ada["predicted"]
+    assert ((ratio > 1.3) & (ratio <= 2.0 + 1e-9)).all()
+    amp = out[out["gpu_family"] == "NVIDIA Ampere"]
+    assert set(amp["correction_level"]) == {"no refit stored (in-sample)"}
+    assert np.allclose(amp["corrected"], amp["predicted"])
+
+
 @pytest.mark.parametrize(("engine", "version", "gpu", "stated", "limits"), [
     ("vllm", "0.18.0", "H100-SXM", None, (8192, 1024)),    # V1 on >= 70 GiB (arg_utils.py get_batch_defaults)
     ("vllm", "0.14.1", "GB300", None, (8192, 1024)),       # the >= 160 GiB tier came in 0.28
