@@ -82,7 +82,8 @@ _PATTERNS = {
     "non_default": re.compile(r"non-default args:\s*(\{.*\})"),
     "config": re.compile(r"with config:\s*(.*)$"),
 }
-_CONFIG_KEYS = {"model": str, "tensor_parallel_size": int, "pipeline_parallel_size": int, "max_seq_len": int,
+_CONFIG_KEYS = {"model": str, "tensor_parallel_size": int, "pipeline_parallel_size": int, "data_parallel_size": int,
+                "enable_expert_parallel": bool, "max_seq_len": int,
                 "max_model_len": int, "dtype": str, "quantization": str, "kv_cache_dtype": str,
                 "enforce_eager": bool, "gpu_memory_utilization": float, "block_size": int,
                 "max_num_seqs": int, "max_num_batched_tokens": int}
@@ -275,8 +276,8 @@ def scenario_updates(log: VllmLog) -> dict:
     mml = log.concurrency_len or s.get("max_model_len")
     if mml:
         out["max_model_len"] = int(mml)
-    for key in ("tensor_parallel_size", "pipeline_parallel_size", "block_size", "max_num_seqs",
-                "max_num_batched_tokens", "enforce_eager", "flashinfer_sampler"):
+    for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel",
+                "block_size", "max_num_seqs", "max_num_batched_tokens", "enforce_eager", "flashinfer_sampler"):
         if key in s:
             out[key] = s[key]
     util = log.gpu_memory_utilization or s.get("gpu_memory_utilization")

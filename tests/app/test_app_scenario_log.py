@@ -73,6 +73,17 @@ def test_data_parallel_ranks_reach_the_capacity_and_the_cli():
     assert Scenario(tensor_parallel_size=2, data_parallel_size=4).capacity_kwargs()["expert_parallel_size"] is None
 
 
+def test_a_data_parallel_log_sets_the_ranks():
+    # vLLM's non-default args line of a DP8 + EP launch (the format of vLLM 0.25's api_utils.py), each rank's line
+    log = parse_vllm_log(
+        "INFO 08-07 21:32:22 [api_utils.py:273] non-default args: {'model_tag': 'deepseek-ai/DeepSeek-R1', "
+        "'data_parallel_size': 8, 'enable_expert_parallel': True, 'max_model_len': 8192}\n"
+        "(EngineCore_DP0 pid=1) INFO 08-07 21:35:00 [kv_cache_utils.py:1087] GPU KV cache size: 408,256 tokens\n")
+    updates = scenario_updates(log)
+    assert updates["data_parallel_size"] == 8 and updates["enable_expert_parallel"] is True
+    assert Scenario().model_copy(update=updates).capacity_kwargs()["expert_parallel_size"] == 8
+
+
 def test_custom_gpu_validation_and_round_trip():
     g = custom_gpu("MyGPU", 96.0, memory_bandwidth_gb_per_s=3000, bf16_tflop_per_s=900)
     assert math.isclose(g.memory_gib, 96.0)
