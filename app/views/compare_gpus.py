@@ -12,6 +12,11 @@ from calculators.planning.fleet import gpu_price
 from calculators.report.explain_fleet import fitted_runs
 
 
+def _band_ms(low_s: float | None, high_s: float | None) -> str:
+    """A plan's 80 % band as "31.2–47.9" [ms]; "—" where it has none (a calibration's plan)."""
+    return "—" if low_s is None or high_s is None else f"{low_s * 1e3:,.1f}–{high_s * 1e3:,.1f}"
+
+
 def render() -> None:
     """Draw the page."""
     ctx = state.computed()
@@ -47,6 +52,7 @@ def render() -> None:
                      **{label: getattr(best, key) for key, label in COST_LABELS.items()},
                      "tok/s per GPU": best.output_tokens_per_s_per_gpu,
                      "TTFT p99 [ms]": best.ttft_p99_s * 1e3, "TPOT [ms]": best.tpot_s * 1e3,
+                     "TPOT 80 % band [ms]": _band_ms(best.tpot_band_low_s, best.tpot_band_high_s),
                      "meets SLO": best.meets_slo})
     frame = pd.DataFrame(rows)
     st.subheader("Best layout per GPU type")

@@ -1,6 +1,8 @@
 """Fleet planner and Compare GPUs through AppTest, on the issue's scenario."""
 from __future__ import annotations
 
+import pytest
+
 from calculators.perf.roofline import Efficiencies
 from calculators.planning.fleet import Workload, plan_fleet
 from calculators.specs.catalog import get_gpu, get_model
@@ -45,6 +47,13 @@ def test_compare_page(make_app):
     facts = at.dataframe[1].value.set_index("GPU")["efficiencies fitted on"]
     assert facts.to_dict() == {"H100-SXM": "NVIDIA Hopper runs", "H200-SXM": "NVIDIA Hopper runs",
                                "MI300X": "AMD CDNA3 runs"}
+    # each GPU's TPOT band in its row: the sources' band for the H100 (its TPOT is the estimate: no conservative)
+    from calculators.perf.bands import load_bands
+    h100 = frame.set_index("GPU").loc["H100-SXM"]
+    lo, hi = (float(x.replace(",", "")) for x in h100["TPOT 80 % band [ms]"].split("–"))
+    bands = load_bands()
+    assert lo == pytest.approx(h100["TPOT [ms]"] * bands.tpot.low_factor, abs=0.06)
+    assert hi == pytest.approx(h100["TPOT [ms]"] * bands.tpot.high_factor, abs=0.06)
     at.multiselect(key="compare_gpus").set_value(["H100-SXM", "T4"]).run(timeout=120)
     facts = at.dataframe[1].value.set_index("GPU")["efficiencies fitted on"]
     assert facts["T4"] == "every GPU family's runs (none on NVIDIA Turing: the reference set)"
