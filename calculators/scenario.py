@@ -97,6 +97,11 @@ class Scenario(BaseModel):
                         and self.tensor_parallel_size == 1 and self.pipeline_parallel_size == 1)
         return self.data_parallel_size if dp_attention else 1
 
+    def timed(self, model) -> bool:
+        """Whether the performance model prices this layout: one engine, or data-parallel ranks it takes as
+        data-parallel attention (:meth:`attention_ranks`); other data-parallel ranks are engines of their own."""
+        return self.data_parallel_size == 1 or self.attention_ranks(model) > 1
+
     @property
     def length_mix_mean(self) -> float:
         """Mean tokens per sequence (prompt + output) of the length mix the ``max_num_seqs`` advice uses:

@@ -52,9 +52,9 @@ def performance_model(ctx: Computed) -> tuple[Roofline | None, str]:
     none (``why`` may be empty: an error the page shows already)."""
     if ctx.error is not None or ctx.model is None or ctx.doc is None:
         return None, ""
-    ranks = ctx.scenario.attention_ranks(ctx.model)
-    if ctx.scenario.data_parallel_size > 1 and ranks == 1:
+    if not ctx.scenario.timed(ctx.model):
         return None, DATA_PARALLEL_NOTE
+    ranks = ctx.scenario.attention_ranks(ctx.model)
     s = ctx.doc["settings"]
     eff, source = efficiencies(ctx)
     try:  # data-parallel attention: the replica is the ranks' GPUs (the capacity is one rank's)

@@ -108,14 +108,12 @@ def band_factors_caption(box=st, gpus=(), shipped: bool = True) -> None:
     if not shipped:
         box.caption(NO_BAND)
         return
-    parts = [f"{label} ×{b.low_factor:.2f}–×{b.high_factor:.2f}"
-             for metric, label, *_ in _BANDED for b in [timing_band(metric)]]
+
+    def factors(gpu=None) -> str:
+        return ", ".join(f"{label} ×{b.low_factor:.2f}–×{b.high_factor:.2f}"
+                         for metric, label, *_ in _BANDED for b in [timing_band(metric, gpu)])
     unseen = [g for g in gpus if not seen_family(g)]
-    extra = ""
-    if unseen:
-        wide = [f"{label} ×{b.low_factor:.2f}–×{b.high_factor:.2f}"
-                for metric, label, *_ in _BANDED for b in [timing_band(metric, unseen[0])]]
-        extra = (f" For the {', '.join(g.id for g in unseen)}, whose family has no runs in the corpus: "
-                 + ", ".join(wide) + " (measured leaving each GPU family out of the fit).")
-    box.caption("How sure the timed figures are: the measured value lay within " + ", ".join(parts)
-               + " of the estimate for 80 % of public measurements (see Model accuracy)." + extra)
+    extra = (f" For the {', '.join(g.id for g in unseen)}, whose family has no runs in the corpus: "
+             f"{factors(unseen[0])} (measured leaving each GPU family out of the fit)." if unseen else "")
+    box.caption("How sure the timed figures are: the measured value lay within " + factors()
+                + " of the estimate for 80 % of public measurements (see Model accuracy)." + extra)

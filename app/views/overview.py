@@ -77,7 +77,7 @@ def _costs(ctx) -> None:
     from app.ui import fleet_charts as fc
     from calculators.planning.costs import COST_LABELS
     st.subheader("Cost at your traffic")
-    if ctx.scenario.data_parallel_size > 1 and ctx.scenario.attention_ranks(ctx.model) == 1:
+    if not ctx.scenario.timed(ctx.model):
         from app.ui.perf import DATA_PARALLEL_NOTE
         st.info(DATA_PARALLEL_NOTE)
         return

@@ -90,12 +90,11 @@ def sized_model(pm: PerformanceModel, sizing: str, gpu: GPUSpec | None = None) -
 
 def _unseen_sentence(sizing: str, gpus: Sequence[GPUSpec]) -> str:
     """For the GPUs among ``gpus`` whose family has no runs: which bands apply to them instead."""
-    names = list(dict.fromkeys(g.id for g in gpus if not seen_family(g)))
-    if not names:
+    unseen = [g for g in gpus if not seen_family(g)]
+    if not unseen:
         return ""
-    unseen = next(g for g in gpus if not seen_family(g))
-    tpot, ttft = timing_band("tpot", unseen), timing_band("ttft", unseen)
-    which = ", ".join(names)
+    tpot, ttft = timing_band("tpot", unseen[0]), timing_band("ttft", unseen[0])  # one band for every such GPU
+    which = ", ".join(dict.fromkeys(g.id for g in unseen))
     if sizing == "conservative":
         use = (f"every engine step × {tpot.pessimistic_factor:.2f} and prefills that run alone × "
                f"{ttft.pessimistic_factor:.2f}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,7 +114,9 @@ def _args_settings(text: str) -> dict:
     if len(text) > 20_000:  # literal_eval's cost grows with nesting; real "non-default args" are short
         return {}
     try:
-        args = ast.literal_eval(text)
+        with warnings.catch_warnings():  # a pasted log's "\)" is the user's text, not our code's escape
+            warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+            args = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):  # {{...}}: unhashable dict in a set
         return {}
     if not isinstance(args, dict):

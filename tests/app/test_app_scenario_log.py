@@ -71,6 +71,12 @@ def test_data_parallel_ranks_reach_the_capacity_and_the_cli():
     assert args[args.index("--data-parallel-size") + 1] == "8" and "--enable-expert-parallel" in args
     assert "--data-parallel-size" not in Scenario().cli_args()
     assert Scenario(tensor_parallel_size=2, data_parallel_size=4).capacity_kwargs()["expert_parallel_size"] is None
+    # the timed figures take DP8 + EP at TP 1 as data-parallel attention over 8 GPUs; TP 2 inside a rank they do not
+    from calculators.specs.catalog import get_model
+    r1 = get_model("deepseek-ai/DeepSeek-R1")
+    assert s.attention_ranks(r1) == 8 and s.timed(r1)
+    tp2 = s.model_copy(update={"tensor_parallel_size": 2, "data_parallel_size": 4})
+    assert tp2.attention_ranks(r1) == 1 and not tp2.timed(r1) and Scenario().timed(r1)
 
 
 def test_a_data_parallel_log_sets_the_ranks():
