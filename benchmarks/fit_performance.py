@@ -60,7 +60,8 @@ REFERENCE = [("compute", "logit", 0.7, 1.5), ("memory", "logit", 0.8, 1.5), ("st
              ("prefill_moe_layer_overhead_s", "log", 1e-4, 3.0), ("fp8_compute_share", "logit", 0.85, 1.0),
              ("fp4_compute_share", "logit", 0.75, 1.0), ("moe_compute_share", "logit", 0.7, 1.0),
              ("attention_compute_share", "logit", 0.75, 1.0)]
-FAMILY_SD, ENGINE_SD = 0.7, 0.7
+#: Prior sd of each family's memory and compute logit offsets and GPU-side cost log-factor, and of the engines'.
+FAMILY_SD, ENGINE_SD = {"memory": 0.7, "compute": 0.7, "overhead": 0.7}, 0.7
 ENGINES = ("sglang", "sglang-old", "trtllm", "trtllm-old", "vllm-v0", "vllm-v1-piecewise", "lmdeploy", "atom")
 METRIC_WEIGHT = {"tpot": 1.0, "ttft": 0.5, "throughput": 1.0}
 SCALE = 0.3
@@ -86,7 +87,8 @@ class Space:
         self.mean = np.array([_to(t, v) for _, t, v, _ in REFERENCE] + [0.0] * (len(self.names) - len(REFERENCE)))
         reference_sd = [moe_sd if moe_sd is not None and n == "moe_expert_efficiency" else sd
                         for n, _, _, sd in REFERENCE]
-        self.sd = np.array(reference_sd + [FAMILY_SD] * 3 * len(families)
+        self.sd = np.array(reference_sd + [FAMILY_SD[k] for k in ("memory", "compute", "overhead")
+                                           for _ in families]
                            + [engine_sd] * len(ENGINES))
 
     def theta(self, profile: Profile) -> np.ndarray:
@@ -253,7 +255,9 @@ def main(argv: list[str] | None = None) -> int:
              f'corpus = "public measurement corpus: {len(frame)} rows, {frame["source_id"].nunique()} sources, '
              f'{len(rows)} comparable"',
              'method = "robust (Cauchy) least squares on log-ratios, sources weighted 1/sqrt(n), Gaussian prior on the '
-             f'per-family and per-engine entries (engine sd {args.engine_sd:g}) and on the MLA and attention shares '
+             f'per-family and per-engine entries (family memory/compute/cost sd {FAMILY_SD["memory"]:g}/'
+             f'{FAMILY_SD["compute"]:g}/{FAMILY_SD["overhead"]:g}, engine sd {args.engine_sd:g}) and on the MLA '
+             'and attention shares '
              '(0.9 and 0.75, logit sd 1'
              + ("" if args.moe_sd is None else f", MoE expert efficiency sd {args.moe_sd:g}") + ')"',
              'script = "benchmarks/fit_performance.py"', "", *profile_toml("shipped", space.profile(shipped))]
