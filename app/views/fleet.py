@@ -15,7 +15,13 @@ from calculators.errors import InvalidInputError
 from calculators.planning.check import simulate_plan
 from calculators.planning.costs import COST_LABELS
 from calculators.planning.disagg import plan_disaggregated
-from calculators.planning.fleet import cost_vs_tpot_target, fleet_summary, pareto_front
+from calculators.planning.fleet import (
+    cost_vs_tpot_target,
+    fleet_summary,
+    pareto_front,
+    slo_text,
+    unbounded_tpot_note,
+)
 from calculators.planning.pools import PoolSpec, plan_pools
 from calculators.planning.sizing import sizing_sentence
 from calculators.report.explain_fleet import math_chain, math_disagg, serve_line
@@ -39,8 +45,7 @@ def _inputs(ctx: state.Computed) -> tuple[list, float, bool, float | None, str]:
                                help="size for the pessimistic edge of the 80 % timing bands (measured on public "
                                     "benchmarks) instead of the model's estimate")
     st.caption(f"{state.served_name(scn, ctx.model)} · {scn.request_rate_per_s:g} requests/s · {scn.input_len:g} in "
-               f"/ {scn.output_len:g} out · p99 TTFT ≤ {scn.ttft_p99_ms or 0:g} ms · p99 TPOT ≤ "
-               f"{scn.tpot_p99_ms or 0:g} ms (sidebar: Workload & SLO)")
+               f"/ {scn.output_len:g} out · {slo_text(scn.workload())} (sidebar: Workload & SLO)")
     if not gpu_ids:
         st.info("Pick at least one GPU type.")
         st.stop()
@@ -48,8 +53,10 @@ def _inputs(ctx: state.Computed) -> tuple[list, float, bool, float | None, str]:
     return [state.resolve_gpu(g) for g in gpu_ids], cap, n_plus_one, price, sizing
 
 
-def _ranked(model, plans: list) -> None:
+def _ranked(model, plans: list, w) -> None:
     (st.success if any(p.meets_slo for p in plans) else st.warning)(fleet_summary(model, plans))
+    if note := unbounded_tpot_note(w, next((p for p in plans if p.meets_slo), None)):
+        st.info(f"{note} Set a p99 TPOT target (sidebar: Workload & SLO) to bound it.")
     st.subheader("Ranked layouts")
     table = fc.plans_frame(plans)
     st.dataframe(table, hide_index=True, column_config=fc.column_config(table), key="fleet_table")
@@ -242,7 +249,7 @@ def render() -> None:
         st.stop()
     st.caption(f"Performance model: {eff_source}. "
                f"{sizing_sentence(sizing, gpus, kw['efficiencies'].is_shipped())}")
-    _ranked(model, plans)
+    _ranked(model, plans, w)
     _charts(model, gpus, plans, w, kw, key)
     fitting = [p for p in plans if p.fits]
     if not fitting:

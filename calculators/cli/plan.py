@@ -7,7 +7,14 @@ import json
 
 from calculators.cli.flags import resolve_model
 from calculators.planning.costs import COST_LABELS
-from calculators.planning.fleet import LayoutPlan, Workload, fleet_summary, pareto_front, plan_fleet
+from calculators.planning.fleet import (
+    LayoutPlan,
+    Workload,
+    fleet_summary,
+    pareto_front,
+    plan_fleet,
+    unbounded_tpot_note,
+)
 from calculators.planning.sizing import sizing_sentence
 from calculators.specs.catalog import get_gpu
 
@@ -28,7 +35,8 @@ def cmd_plan(a: argparse.Namespace) -> int:
                        max_pp=a.max_pipeline_parallel_size, max_model_len=a.max_model_len, sizing=sizing)
     front = {(p.gpu, p.layout) for p in pareto_front(plans)}
     doc = {"model": model.id, "workload": {k: v for k, v in vars(w).items()}, "summary": fleet_summary(model, plans),
-           "sizing": sizing, "sizing_note": sizing_sentence(sizing, gpus), "cost_labels": COST_LABELS,
+           "sizing": sizing, "sizing_note": sizing_sentence(sizing, gpus),
+           "tpot_note": _tpot_note(w, plans), "cost_labels": COST_LABELS,
            "cost_split": "GPU time split between prefill (input tokens) and decode (output tokens) by their "
                          "shares of a request cycle",
            "layouts": [{**p.as_dict(), "pareto": (p.gpu, p.layout) in front}
@@ -40,6 +48,12 @@ def cmd_plan(a: argparse.Namespace) -> int:
         return 0
     _print_table(a, model, w, plans, doc)
     return 0
+
+
+def _tpot_note(w: Workload, plans: list[LayoutPlan]) -> str | None:
+    """:func:`unbounded_tpot_note` with the flag that bounds it."""
+    note = unbounded_tpot_note(w, next((p for p in plans if p.meets_slo), None))
+    return None if note is None else f"{note} Set --tpot-p99-ms to bound it."
 
 
 def _write_quote(a: argparse.Namespace, model, gpus: list, w: Workload, plans: list[LayoutPlan], sizing: str) -> None:
@@ -57,6 +71,8 @@ def _write_quote(a: argparse.Namespace, model, gpus: list, w: Workload, plans: l
 def _print_table(a: argparse.Namespace, model, w: Workload, plans: list[LayoutPlan], doc: dict) -> None:
     print(f"{a.model}: {w.request_rate_per_s:g} req/s, {w.input_len:g} in / {w.output_len:g} out — {doc['summary']}")
     print(doc["sizing_note"])
+    if doc["tpot_note"]:
+        print(doc["tpot_note"])
     print(f"{'gpu':12s} {'layout':22s} {'batch':>6s} {'repl':>5s} {'GPUs':>5s} {'$/hour':>9s} {'$/month':>10s} "
           f"{'$/1M out':>9s} {'TTFT p99':>9s} {'TPOT':>7s} {'tok/s/GPU':>9s}  SLO")
     for p in plans:

@@ -423,3 +423,22 @@ def fleet_summary(model: ModelSpec, plans: list[LayoutPlan]) -> str:
                f"{fitting[0].message}"
     return (f"{model.id} fits no layout of these GPUs: {plans[0].message if plans else 'no layout'} — "
             "try fp8 or 4-bit quantisation, more pipeline stages or a GPU with more memory")
+
+
+def slo_text(w: Workload) -> str:
+    """The workload's targets in words: ``"p99 TTFT ≤ 1,000 ms · no p99 TPOT target"``."""
+    parts = [f"p99 {name} ≤ {v * 1e3:,.4g} ms" if v is not None else f"no p99 {name} target"
+             for name, v in (("TTFT", w.ttft_p99_s), ("TPOT", w.tpot_p99_s))]
+    return " · ".join(parts)
+
+
+def unbounded_tpot_note(w: Workload, plan: LayoutPlan | None) -> str | None:
+    """Without a TPOT target each layout runs the batch that needs the fewest replicas (under the TTFT target, if
+    any), however slowly it streams: ``plan``'s TPOT and tokens/s per request, in words; None with a TPOT target
+    or no sized plan."""
+    if w.tpot_p99_s is not None or plan is None or not plan.fits or plan.tpot_s is None:
+        return None
+    under = " under the TTFT target" if w.ttft_p99_s is not None else ""
+    return (f"No TPOT target: each layout runs the batch that needs the fewest replicas{under}; {plan.layout} on "
+            f"{plan.gpu} streams {1 / plan.tpot_s:,.1f} tokens/s per request (TPOT {plan.tpot_s * 1e3:,.1f} ms at "
+            f"batch {plan.batch_size:,}).")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from calculators.errors import InvalidInputError
 from calculators.perf.bands import timing_band
 from calculators.perf.roofline import Efficiencies
-from calculators.planning.fleet import LayoutPlan, Workload, pareto_front
+from calculators.planning.fleet import LayoutPlan, Workload, pareto_front, unbounded_tpot_note
 from calculators.planning.sizing import sizing_sentence
 from calculators.report.explain_fleet import (
     cost_rows,
@@ -149,7 +149,8 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
         "customer": customer, "prepared_by": prepared_by, "notes": notes, "permalink": permalink,
         "inputs": inputs, "chosen": plan.as_dict() if plan else None,
         "costs": cost_rows(plan) if fits and plan else [],
-        "timing": _timing(plan, sizing, chosen_gpu) if fits and plan else [],
+        "timing": (_timing(plan, sizing, chosen_gpu) + [n for n in [unbounded_tpot_note(w, plan)] if n]
+                   if fits and plan else []),
         "vllm_serve": serve_line(plan, model.id, name) if fits and plan else "",
         "math": math_chain(plan, w, utilisation_cap=utilisation_cap, n_plus_one=n_plus_one) if fits and plan else [],
         "assumptions": list(ASSUMPTIONS) + ([DP_ATTENTION_ASSUMPTION] if plan and plan.dp_attention else []),

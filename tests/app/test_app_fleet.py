@@ -36,6 +36,21 @@ def test_fleet_page_first_row_is_plan_fleet_first_plan(make_app):
             "Download ranked table (CSV)"} <= labels
 
 
+def test_no_tpot_target_says_so_and_how_slowly_the_best_layout_streams(make_app):
+    """0 in the TPOT target means none: the caption says "no p99 TPOT target" (not "≤ 0 ms") and the page says
+    at what TPOT the best layout streams, as ``unbounded_tpot_note`` words it."""
+    at = make_app(**{**ISSUE, "tpot_ms": "0"})
+    at.switch_page("views/fleet.py").run(timeout=120)
+    assert not at.exception
+    captions = " ".join(c.value for c in at.caption)
+    assert "p99 TTFT ≤ 1,000 ms · no p99 TPOT target" in captions and "≤ 0 ms" not in captions
+    w = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0)
+    best = plan_fleet(get_model(ISSUE["model"]), [get_gpu(g) for g in ("H100", "H200", "MI300X")], w,
+                      efficiencies=Efficiencies())[0]
+    info = " ".join(i.value for i in at.info)
+    assert f"TPOT {best.tpot_s * 1e3:,.1f} ms at batch {best.batch_size:,}" in info and "sidebar" in info
+
+
 def test_compare_page(make_app):
     at = make_app(**ISSUE)
     at.switch_page("views/compare_gpus.py").run(timeout=120)

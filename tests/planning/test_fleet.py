@@ -21,6 +21,8 @@ from calculators.planning.fleet import (
     pareto_front,
     plan_fleet,
     plan_layout,
+    slo_text,
+    unbounded_tpot_note,
 )
 from calculators.planning.queueing import batched_server_wait
 from calculators.specs.catalog import get_gpu, get_model
@@ -112,6 +114,22 @@ def test_slo_nothing_meets_gives_closest_and_what_to_change():
     assert not any(p.meets_slo for p in plans)
     summary = fleet_summary(get_model(LLAMA70), plans)
     assert "no layout meets the SLO" in summary and "TPOT ≥" in summary and "loosen the SLO" in summary
+
+
+def test_without_a_tpot_target_the_plan_says_how_slowly_its_best_layout_streams():
+    """No TPOT target: the cheapest layout under the TTFT target runs a large batch; the note gives its TPOT and
+    1/TPOT tokens/s per request, and names none once a TPOT target bounds it."""
+    w = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0)
+    plans = plan_fleet(get_model(LLAMA70), [get_gpu("H100")], w, max_pp=1)
+    best = next(p for p in plans if p.meets_slo)
+    assert best.tpot_s > DONE_WHEN.tpot_p99_s  # what the target would have refused
+    note = unbounded_tpot_note(w, best)
+    assert note is not None and "under the TTFT target" in note and f"{best.layout} on {best.gpu} streams" in note
+    assert f"{1 / best.tpot_s:,.1f} tokens/s per request (TPOT {best.tpot_s * 1e3:,.1f} ms at batch " in note
+    assert unbounded_tpot_note(DONE_WHEN, plan_fleet(get_model(LLAMA70), [get_gpu("H100")], DONE_WHEN,
+                                                     max_pp=1)[0]) is None
+    assert slo_text(w) == "p99 TTFT ≤ 1,000 ms · no p99 TPOT target"
+    assert slo_text(Workload(1, 1, 1, ttft_p99_s=2.5, tpot_p99_s=0.0125)) == "p99 TTFT ≤ 2,500 ms · p99 TPOT ≤ 12.5 ms"
 
 
 def test_model_too_big_for_every_layout():

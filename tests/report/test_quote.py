@@ -238,3 +238,17 @@ def test_a_data_parallel_attention_quote_names_the_layout_and_its_assumption():
     assert "TP8×PP1 · DP attention" in page
     assert DP_ATTENTION_ASSUMPTION not in quote_document(m, [g], w, plans, chosen=plans[1])["assumptions"]
     assert "dp_attention" in ranked_csv(plans).splitlines()[0]
+
+
+def test_a_quote_without_a_tpot_target_says_how_slowly_the_chosen_layout_streams(setup):
+    m, gpus, _ = setup
+    w = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0)
+    plans = plan_fleet(m, gpus, w, max_pp=1)
+    doc = quote_document(m, gpus, w, plans)
+    chosen = doc["chosen"]
+    assert doc["inputs"]["p99 TPOT target [ms]"] == "none"
+    assert doc["timing"][-1].startswith("No TPOT target:")
+    assert f"TPOT {chosen['tpot_s'] * 1e3:,.1f} ms at batch {chosen['batch_size']:,}" in doc["timing"][-1]
+    assert "No TPOT target:" in quote_html(doc)
+    assert not any(t.startswith("No TPOT target") for t in quote_document(m, gpus, W, plan_fleet(
+        m, gpus, W, max_pp=1))["timing"])
