@@ -8,7 +8,7 @@ from app.ui import fleet_charts as fc
 from app.ui import state, widgets
 from calculators.errors import InvalidInputError
 from calculators.planning.costs import COST_LABELS
-from calculators.planning.fleet import gpu_price
+from calculators.planning.fleet import gpu_price, slo_text
 from calculators.report.explain_fleet import fitted_runs
 
 
@@ -28,8 +28,8 @@ def render() -> None:
     default = [g for g in dict.fromkeys([ctx.gpu.id, "H200-SXM", "MI300X"]) if g in options]
     gpu_ids = st.multiselect("GPU types", options, default=default, key="compare_gpus")
     st.caption(f"{state.served_name(scn, model)} · {scn.request_rate_per_s:g} requests/s · {scn.input_len:g} in / "
-               f"{scn.output_len:g} out · p99 TTFT ≤ {scn.ttft_p99_ms or 0:g} ms · p99 TPOT ≤ "
-               f"{scn.tpot_p99_ms or 0:g} ms · utilisation cap 0.8, catalog prices (change them on the Fleet planner)")
+               f"{scn.output_len:g} out · {slo_text(scn.workload())} · utilisation cap 0.8, catalog prices (change "
+               "them on the Fleet planner)")
     if not gpu_ids:
         st.info("Pick at least one GPU type.")
         st.stop()

@@ -72,6 +72,7 @@ def test_compare_page(make_app):
     at.multiselect(key="compare_gpus").set_value(["H100-SXM", "T4"]).run(timeout=120)
     facts = at.dataframe[1].value.set_index("GPU")["efficiencies fitted on"]
     assert facts["T4"] == "every GPU family's runs (none on NVIDIA Turing: the reference set)"
+    assert "p99 TTFT ≤ 1,000 ms · p99 TPOT ≤ 50 ms" in " ".join(c.value for c in at.caption)
 
 
 FLEET = {"fleet_cap": "0.7", "fleet_n1": "true", "fleet_price": "2.5", "fleet_conservative": "true"}
