@@ -19,6 +19,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from calculators.errors import InvalidInputError
+from calculators.scenario import EXTRA_KEYS, QUERY_KEYS
 from calculators.specs.catalog import load_gpus, load_models
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -360,9 +361,7 @@ def check_log(text: str) -> None:
         expect_valid_or_input_error(lambda: scenario_updates(log))
 
 
-QUERY_KEYS_ALL = ["model", "gpu", "tp", "pp", "dtype", "quant", "kv_dtype", "util", "max_len", "mnbt", "max_seqs",
-                  "block", "eager", "vllm", "kv_mem", "mean_len", "p95_len", "in", "out", "rate", "ttft_ms",
-                  "tpot_ms", "cal", "v", "cgpu", "cmodel"]
+QUERY_KEYS_ALL = [*QUERY_KEYS, *EXTRA_KEYS]  # every key a link may carry
 query_values = st.one_of(texts, st.sampled_from(["0", "-1", "1", "4", "1e308", "nan", "inf", "-inf", "0.5", "1.0",
                                                  "true", "2.5", "99999999999999999999999", "0x1f", "1_000", " 8 ",
                                                  "H100", "meta-llama/Llama-3.1-8B", "c0.6_m0.8_o0.002",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -32,6 +33,13 @@ def test_round_trip_every_field():
     assert q["v"] == "1" and set(QUERY_KEYS) <= set(q)
     back, messages = scenario_from_query(q)
     assert back == s and messages == []
+
+
+def test_the_readme_lists_every_link_key():
+    from pathlib import Path
+    readme = Path(__file__).resolve().parents[2].joinpath("README.md").read_text(encoding="utf-8")
+    listed = re.search(r"\(keys:\s*`([^`]+)`", readme)
+    assert listed is not None and set(listed.group(1).split()) == set(QUERY_KEYS)
 
 
 def test_defaults_written_and_read():
