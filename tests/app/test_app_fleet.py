@@ -69,6 +69,12 @@ def test_compare_page(make_app):
     bands = load_bands()
     assert lo == pytest.approx(h100["TPOT [ms]"] * bands.tpot.low_factor, abs=0.06)
     assert hi == pytest.approx(h100["TPOT [ms]"] * bands.tpot.high_factor, abs=0.06)
+    # and its p99 TTFT band, the plan's (a queue in front of the band's prefill: not the TTFT factors × the p99)
+    w = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0, tpot_p99_s=0.05)
+    plan = next(p for p in plan_fleet(get_model(ISSUE["model"]), [get_gpu("H100")], w, efficiencies=Efficiencies())
+                if p.meets_slo)
+    assert h100["TTFT p99 80 % band [ms]"] == (f"{plan.ttft_p99_band_low_s * 1e3:,.1f}–"
+                                               f"{plan.ttft_p99_band_high_s * 1e3:,.1f}")
     at.multiselect(key="compare_gpus").set_value(["H100-SXM", "T4"]).run(timeout=120)
     facts = at.dataframe[1].value.set_index("GPU")["efficiencies fitted on"]
     assert facts["T4"] == "every GPU family's runs (none on NVIDIA Turing: the reference set)"
