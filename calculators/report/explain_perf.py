@@ -294,6 +294,13 @@ def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
         "rule: docs/performance-model.md §3.1 (decode step)"]}
 
 
+def _significant(x: float, digits: int = 4) -> str:
+    """``x`` to ``digits`` significant digits, thousands separated: a divisor shown to 2 decimals (0.31 for 0.3066)
+    would put the quotient printed beside it 1 % off."""
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x)))) if x else 0
+    return f"{x:,.{decimals}f}"
+
+
 def math_crossover(r: Roofline, context_tokens: float, crossover: float | None) -> dict:
     """Where decode's compute time reaches its memory time, from the model's own terms
     (:func:`calculators.perf.roofline.decode_terms`): the matmuls' and the KV reads' seconds per sequence (both grow
@@ -327,7 +334,7 @@ def math_crossover(r: Roofline, context_tokens: float, crossover: float | None) 
                 "batch size at this context")
     else:
         sub += (f"t_W = {_ms(t_w)}" + (" (the experts B* touches: found by bisection)" if c.expert_hit_fraction else "")
-                + f"; B* = {t_w * 1e3:,.3f} ms ÷ {(t_f - t_kv) * 1e6:,.2f} µs = {b_star:,.0f} sequences")
+                + f"; B* = {t_w * 1e3:,.3f} ms ÷ {_significant((t_f - t_kv) * 1e6)} µs = {b_star:,.0f} sequences")
     return {"formula": formula, "substituted": sub, "sources": _pm_sources(r) + [
         "rule: docs/performance-model.md §5 (crossover batch size)"]}
 
