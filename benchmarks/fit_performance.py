@@ -61,7 +61,7 @@ REFERENCE = [("compute", "logit", 0.7, 1.5), ("memory", "logit", 0.8, 1.5), ("st
              ("fp4_compute_share", "logit", 0.75, 1.0), ("moe_compute_share", "logit", 0.7, 1.0),
              ("attention_compute_share", "logit", 0.75, 1.0)]
 #: Prior sd of each family's memory and compute logit offsets and GPU-side cost log-factor, and of the engines'.
-FAMILY_SD, ENGINE_SD = {"memory": 0.7, "compute": 0.7, "overhead": 0.7}, 0.7
+FAMILY_SD, ENGINE_SD = {"memory": 0.7, "compute": 1.5, "overhead": 0.7}, 0.7
 ENGINES = ("sglang", "sglang-old", "trtllm", "trtllm-old", "vllm-v0", "vllm-v1-piecewise", "lmdeploy", "atom")
 METRIC_WEIGHT = {"tpot": 1.0, "ttft": 0.5, "throughput": 1.0}
 SCALE = 0.3
