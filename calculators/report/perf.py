@@ -44,7 +44,7 @@ def band_80(r: Roofline, doc: dict) -> dict | None:
 
 
 def factors_text(f: dict) -> str:
-    """``band_factors``' JSON as text: "TPOT ×0.44–×1.72, TTFT …, output tokens/s … (each public source left out
+    """``band_factors``' JSON as text: "TPOT ×0.46–×1.76, TTFT …, output tokens/s … (each public source left out
     of the fit)"."""
     held = "GPU family (this GPU's has no runs)" if f["held_out"] == "family" else "public source"
     return (f"TPOT ×{f['tpot'][0]:.2f}–×{f['tpot'][1]:.2f}, TTFT ×{f['ttft'][0]:.2f}–×{f['ttft'][1]:.2f}, output "
