@@ -16,6 +16,7 @@ from calculators.planning.check import simulate_plan
 from calculators.planning.costs import COST_LABELS
 from calculators.planning.disagg import plan_disaggregated
 from calculators.planning.fleet import (
+    best_plan,
     cost_vs_tpot_target,
     fleet_summary,
     pareto_front,
@@ -55,7 +56,7 @@ def _inputs(ctx: state.Computed) -> tuple[list, float, bool, float | None, str]:
 
 def _ranked(model, plans: list, w) -> None:
     (st.success if any(p.meets_slo for p in plans) else st.warning)(fleet_summary(model, plans))
-    if note := unbounded_tpot_note(w, next((p for p in plans if p.meets_slo), None)):
+    if note := unbounded_tpot_note(w, best_plan(plans)):
         st.info(f"{note} Set a p99 TPOT target (sidebar: Workload & SLO) to bound it.")
     st.subheader("Ranked layouts")
     table = fc.plans_frame(plans)

@@ -10,6 +10,7 @@ from calculators.planning.costs import COST_LABELS
 from calculators.planning.fleet import (
     LayoutPlan,
     Workload,
+    best_plan,
     fleet_summary,
     pareto_front,
     plan_fleet,
@@ -52,7 +53,7 @@ def cmd_plan(a: argparse.Namespace) -> int:
 
 def _tpot_note(w: Workload, plans: list[LayoutPlan]) -> str | None:
     """:func:`unbounded_tpot_note` with the flag that bounds it."""
-    note = unbounded_tpot_note(w, next((p for p in plans if p.meets_slo), None))
+    note = unbounded_tpot_note(w, best_plan(plans))
     return None if note is None else f"{note} Set --tpot-p99-ms to bound it."
 
 

@@ -386,7 +386,7 @@ def cost_vs_tpot_target(model: ModelSpec, gpus: list[GPUSpec], w: Workload,
     for target in tpot_targets_s:
         tighter = replace(w, tpot_p99_s=target)
         for g in gpus:
-            best = next((p for p in plan_fleet(model, [g], tighter, max_pp=1, **kw) if p.meets_slo), None)
+            best = best_plan(plan_fleet(model, [g], tighter, max_pp=1, **kw))
             if best is not None and best.usd_per_million_output_tokens is not None:
                 rows.append({"gpu": g.id, "tpot_target_s": target, "gpus": best.total_gpus,
                              "usd_per_million_output_tokens": best.usd_per_million_output_tokens,
@@ -411,9 +411,14 @@ def pareto_front(plans: list[LayoutPlan]) -> list[LayoutPlan]:
                                                     for q, (q_gpu, q_user) in pts)]
 
 
+def best_plan(plans: list[LayoutPlan]) -> LayoutPlan | None:
+    """The first of the ranked ``plans`` that meets the SLO (the cheapest), or None."""
+    return next((p for p in plans if p.meets_slo), None)
+
+
 def fleet_summary(model: ModelSpec, plans: list[LayoutPlan]) -> str:
     """One sentence: the best plan, or the closest one and what would have to change."""
-    best = next((p for p in plans if p.meets_slo), None)
+    best = best_plan(plans)
     if best:
         cost = f", ${best.usd_per_hour:,.2f}/hour" if best.usd_per_hour is not None else ""
         return f"best: {best.replicas} replica(s) of {best.layout} on {best.gpu} = {best.total_gpus} GPUs{cost}"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from calculators.errors import InvalidInputError
 from calculators.perf.bands import timing_band
 from calculators.perf.roofline import Efficiencies
-from calculators.planning.fleet import LayoutPlan, Workload, pareto_front, unbounded_tpot_note
+from calculators.planning.fleet import LayoutPlan, Workload, best_plan, pareto_front, unbounded_tpot_note
 from calculators.planning.sizing import sizing_sentence
 from calculators.report.explain_fleet import (
     cost_rows,
@@ -124,7 +124,7 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
     The chosen layout comes first and alone; ``alternatives`` (the ranked table) only with
     ``include_alternatives``. Sources are public references and the product's method pages by title.
     """
-    plan = chosen or next((p for p in plans if p.meets_slo), None) or next((p for p in plans if p.fits), None)
+    plan = chosen or best_plan(plans) or next((p for p in plans if p.fits), None)
     name = served_name or model.id
     inputs = {
         "model": name, "GPU types": ", ".join(g.id for g in gpus),
