@@ -76,6 +76,7 @@ def _costs(ctx) -> None:
     Fleet planner and the quote."""
     from app.ui import fleet_charts as fc
     from calculators.planning.costs import COST_LABELS
+    from calculators.planning.fleet import unbounded_tpot_note
     st.subheader("Cost at your traffic")
     if not ctx.scenario.timed(ctx.model):
         from app.ui.perf import DATA_PARALLEL_NOTE
@@ -103,6 +104,8 @@ def _costs(ctx) -> None:
                f"{fc.money(plan.usd_per_gpu_hour)} per GPU-hour ({plan.price_source}); "
                f"{COST_LABELS['usd_per_million_tokens']} {fc.money(plan.usd_per_million_tokens, 3)}. "
                "Other GPUs and layouts: Fleet planner.")
+    if note := unbounded_tpot_note(scn.workload(), plan):
+        st.caption(f"{note} Set a p99 TPOT target (sidebar: Workload & SLO) to bound it.")
 
 
 def render() -> None:

@@ -324,6 +324,19 @@ def test_overview_costs_the_scenario_at_its_traffic(make_app):
     assert "$/1M output tokens" in m
 
 
+def test_overview_cost_without_a_tpot_target_says_how_slowly_the_layout_streams(make_app):
+    from calculators.planning.fleet import Layout, plan_layout
+    from calculators.scenario import Scenario
+    from calculators.specs.catalog import get_gpu, get_model
+    at = make_app(**DEEP, rate="20", tpot_ms="0")
+    assert not at.exception
+    plan = plan_layout(get_model("meta-llama/Llama-3.1-70B"), Layout(get_gpu("H100"), 4),
+                       Scenario(request_rate_per_s=20, tpot_p99_ms=None).workload())
+    note = next(c.value for c in at.caption if c.value.startswith("No TPOT target:"))
+    assert f"TPOT {plan.tpot_s * 1e3:,.1f} ms at batch {plan.batch_size:,}" in note and "sidebar" in note
+    assert not any(c.value.startswith("No TPOT target:") for c in make_app(**DEEP, rate="20").caption)
+
+
 def test_kv_cache_view_shows_the_results_notes(make_app):
     """DeepSeek-R1 on vLLM 0.7.3 at TP 8: the page says how much of the weights are MLA matrices derived at load."""
     at = make_app(model="deepseek-ai/DeepSeek-R1", gpu="H200-SXM", tp="8", vllm="0.7.3", max_len="32768")
