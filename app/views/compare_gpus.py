@@ -8,7 +8,7 @@ from app.ui import fleet_charts as fc
 from app.ui import state, widgets
 from calculators.errors import InvalidInputError
 from calculators.planning.costs import COST_LABELS
-from calculators.planning.fleet import best_plan, gpu_price, slo_text
+from calculators.planning.fleet import closest_plan, gpu_price, slo_text
 from calculators.report.explain_fleet import fitted_runs
 
 
@@ -42,7 +42,7 @@ def render() -> None:
     rows = []
     for g in gpus:
         mine = [p for p in plans if p.gpu == g.id]
-        best = best_plan(mine) or next((p for p in mine if p.fits), None)
+        best = closest_plan(mine)
         if best is None:
             rows.append({"GPU": g.id, "layout": mine[0].message if mine else "no layout", "meets SLO": False})
             continue

@@ -416,6 +416,12 @@ def best_plan(plans: list[LayoutPlan]) -> LayoutPlan | None:
     return next((p for p in plans if p.meets_slo), None)
 
 
+def closest_plan(plans: list[LayoutPlan]) -> LayoutPlan | None:
+    """:func:`best_plan`, else the first of the ranked ``plans`` that fits (the one to show when none meets the
+    SLO), or None."""
+    return best_plan(plans) or next((p for p in plans if p.fits), None)
+
+
 def fleet_summary(model: ModelSpec, plans: list[LayoutPlan]) -> str:
     """One sentence: the best plan, or the closest one and what would have to change."""
     best = best_plan(plans)

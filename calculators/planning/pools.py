@@ -16,7 +16,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from calculators.errors import InvalidInputError
-from calculators.planning.fleet import SECONDS_PER_HOUR, LayoutPlan, Workload, best_plan, plan_fleet
+from calculators.planning.fleet import SECONDS_PER_HOUR, LayoutPlan, Workload, best_plan, closest_plan, plan_fleet
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive
 
@@ -108,7 +108,7 @@ def plan_pools(model: ModelSpec, gpus: list[GPUSpec], w: Workload, pools: list[P
             continue
         pw = p.workload(w)
         plans = plan_fleet(model, gpus, pw, **kw)
-        best = best_plan(plans) or next((x for x in plans if x.fits), None)
+        best = closest_plan(plans)
         results.append(PoolResult(p, pw, best))
     ok = all(r.plan is not None and r.plan.meets_slo for r in results)
     gpus_total = sum(r.plan.total_gpus for r in results if r.plan)

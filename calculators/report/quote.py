@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from calculators.errors import InvalidInputError
 from calculators.perf.bands import timing_band
 from calculators.perf.roofline import Efficiencies
-from calculators.planning.fleet import LayoutPlan, Workload, best_plan, pareto_front, unbounded_tpot_note
+from calculators.planning.fleet import LayoutPlan, Workload, closest_plan, pareto_front, unbounded_tpot_note
 from calculators.planning.sizing import sizing_sentence
 from calculators.report.explain_fleet import (
     cost_rows,
@@ -124,7 +124,7 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
     The chosen layout comes first and alone; ``alternatives`` (the ranked table) only with
     ``include_alternatives``. Sources are public references and the product's method pages by title.
     """
-    plan = chosen or best_plan(plans) or next((p for p in plans if p.fits), None)
+    plan = chosen or closest_plan(plans)
     name = served_name or model.id
     inputs = {
         "model": name, "GPU types": ", ".join(g.id for g in gpus),
@@ -149,8 +149,7 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
         "customer": customer, "prepared_by": prepared_by, "notes": notes, "permalink": permalink,
         "inputs": inputs, "chosen": plan.as_dict() if plan else None,
         "costs": cost_rows(plan) if fits and plan else [],
-        "timing": (_timing(plan, sizing, chosen_gpu) + [n for n in [unbounded_tpot_note(w, plan)] if n]
-                   if fits and plan else []),
+        "timing": _timing(plan, sizing, chosen_gpu) + _optional(unbounded_tpot_note(w, plan)) if fits and plan else [],
         "vllm_serve": serve_line(plan, model.id, name) if fits and plan else "",
         "math": math_chain(plan, w, utilisation_cap=utilisation_cap, n_plus_one=n_plus_one) if fits and plan else [],
         "assumptions": list(ASSUMPTIONS) + ([DP_ATTENTION_ASSUMPTION] if plan and plan.dp_attention else []),
@@ -158,6 +157,11 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
         "alternatives": [r for r in ranked_rows(plans) if r["fits"]][:ALTERNATIVES_SHOWN] if include_alternatives
         else [],
     }
+
+
+def _optional(line: str | None) -> list[str]:
+    """A line that may be absent, as a list of zero or one."""
+    return [line] if line else []
 
 
 def _timing(plan: LayoutPlan, sizing: str, gpu: GPUSpec | None) -> list[str]:

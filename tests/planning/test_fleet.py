@@ -12,9 +12,12 @@ import pytest
 from calculators.errors import InvalidInputError
 from calculators.planning.fleet import (
     Layout,
+    LayoutPlan,
     Workload,
     _nodes,
     _replicas_for_ttft,
+    best_plan,
+    closest_plan,
     enumerate_layouts,
     fleet_summary,
     gpu_price,
@@ -130,6 +133,22 @@ def test_without_a_tpot_target_the_plan_says_how_slowly_its_best_layout_streams(
                                                      max_pp=1)[0]) is None
     assert slo_text(w) == "p99 TTFT ≤ 1,000 ms · no p99 TPOT target"
     assert slo_text(Workload(1, 1, 1, ttft_p99_s=2.5, tpot_p99_s=0.0125)) == "p99 TTFT ≤ 2,500 ms · p99 TPOT ≤ 12.5 ms"
+
+
+def test_the_tpot_note_and_the_chosen_plan_worked_by_hand():
+    """A TP2 plan at batch 186 with TPOT 0.25 s streams 1 / 0.25 = 4.0 tokens/s per request; without a TTFT target
+    nothing is said of one. The best plan is the first meeting the SLO; without one, the first that fits."""
+    def plan(fits: bool, meets: bool) -> LayoutPlan:
+        return LayoutPlan(gpu="MI300X", tensor_parallel_size=2, pipeline_parallel_size=1, expert_parallel=False,
+                          fits=fits, meets_slo=meets, message="", failure_domain_gpus=2, batch_size=186, tpot_s=0.25)
+    note = unbounded_tpot_note(Workload(40, 2000, 300), plan(True, True))
+    assert note == ("No TPOT target: each layout runs the batch that needs the fewest replicas; TP2×PP1 on MI300X "
+                    "streams 4.0 tokens/s per request (TPOT 250.0 ms at batch 186).")
+    assert unbounded_tpot_note(Workload(40, 2000, 300), plan(False, False)) is None
+    unfit, fits, meets = plan(False, False), plan(True, False), plan(True, True)
+    assert best_plan([unfit, fits, meets]) is meets and closest_plan([unfit, fits, meets]) is meets
+    assert best_plan([unfit, fits]) is None and closest_plan([unfit, fits]) is fits
+    assert closest_plan([unfit]) is None
 
 
 def test_model_too_big_for_every_layout():

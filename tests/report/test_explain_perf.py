@@ -81,3 +81,9 @@ def test_the_crossovers_printed_arithmetic_gives_the_crossover():
     _, t_kv, t_w, _, gap, shown = (_num(g) for g in tail.groups())
     assert gap == pytest.approx(t_f - t_kv, abs=0.02)
     assert t_w * 1e3 / gap == pytest.approx(shown, rel=0.01) and shown == pytest.approx(b_star, abs=1)
+
+
+def test_a_divisor_is_printed_to_four_significant_digits():
+    from calculators.report.explain_perf import _significant
+    assert [_significant(x) for x in (0.30662, 12.3456, 1234.4, 0.0012345, 0.0)] == [
+        "0.3066", "12.35", "1,234", "0.001234", "0"]
