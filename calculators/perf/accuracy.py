@@ -70,6 +70,7 @@ import pandas as pd
 from calculators.errors import InvalidInputError
 from calculators.perf import serving
 from calculators.perf.bands import TAIL_LEVELS, band_edges, fit_band, held_out_coverage, seen_family, share_inside
+from calculators.perf.benchmark_drain import busy_share
 from calculators.perf.coefficients import (
     DEFAULT_ENGINE,
     Profile,
@@ -135,7 +136,7 @@ ROW_COLUMNS = ["row_id", "source_id", "source_row", "engine", "engine_generation
                "dp_attention",
                "gpu_count", "replicas", "load_mode", "load", "concurrency", "request_rate", "batch_size", "num_prompts",
                "batch", "input_len", "output_len", "max_num_batched_tokens", "scheduler_recv_interval",
-               "max_num_seqs"]
+               "max_num_seqs", "busy_share"]
 MEASURED_COLUMNS = ["measured_tpot_s", "tpot_key", "measured_ttft_s", "ttft_key", "measured_throughput",
                     "throughput_key"]
 _QUANT_TOKENS = frozenset({"fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8",
@@ -397,7 +398,21 @@ def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
     f["dp_attention"] = dp_attention(f)
     f["batch"] = np.select([f["load"] == "static_batch", f["load"] == "concurrency"],
                            [f["batch_size"].astype(float), f["concurrency"].astype(float)], np.nan)
+    f["busy_share"] = _busy_shares(f)
     return f.join(_measured(f))
+
+
+def _busy_shares(f: pd.DataFrame) -> pd.Series:
+    """Share of each closed-loop run's wall time its slots were busy (:func:`~calculators.perf.benchmark_drain.
+    busy_share`): the drain of ``num_prompts`` requests through ``concurrency`` slots, lengths drawn from
+    ``extra.lengths_uniform_from`` × L to L. 1 where the row does not state both (no drain is charged)."""
+    low = _column(f, "lengths_uniform_from")
+    prompts, slots = _column(f, "num_prompts"), _column(f, "concurrency")
+    known = (f["load"] == "concurrency") & low.notna() & prompts.notna() & slots.notna()
+    share = pd.Series(1.0, index=f.index)
+    share[known] = [busy_share(round(c), round(p), float(r))
+                    for c, p, r in zip(slots[known], prompts[known], low[known], strict=True)]
+    return share
 
 
 def _load(f: pd.DataFrame) -> pd.Series:
@@ -575,6 +590,7 @@ def _load_metrics(pm: Roofline, rows: pd.DataFrame, engine: str) -> dict[str, np
         slots[capped] = ceiling_batch(pm, engine, i[capped], o[capped], np.full(int(capped.sum()), np.inf), cap)
     sm = serving.serving_metrics(pm, np.nan_to_num(b, nan=1.0), i, o, max_running=slots)
     out = {k: np.array(sm[k], dtype=float) for k in _KEYS}
+    out["output_tokens_per_s_per_gpu"] *= rows["busy_share"].to_numpy(float)  # a finite run's drain (closed loop)
     if static.any():
         _put(out, serving.static_batch_metrics(pm, b[static], i[static], o[static], max_running=slots[static]),
              static)

@@ -27,6 +27,7 @@ from calculators.perf.accuracy import (
     signed_error,
 )
 from calculators.perf.bands import fit_band
+from calculators.perf.benchmark_drain import busy_share
 from calculators.perf.coefficients import load_fit
 from calculators.perf.measurements import load_measurements
 from calculators.perf.roofline import Roofline
@@ -545,3 +546,18 @@ def test_each_row_runs_its_engines_scheduler_limits(engine, version, gpu, stated
     generation = acc.engine_generation(engine, version)
     got = acc.scheduler_limits(engine, version, generation, "meta-llama/Llama-3.1-8B", gpu, stated)
     assert got == limits
+
+
+def test_a_closed_loop_run_of_few_prompts_per_slot_is_charged_its_drain():
+    """Throughput is compared as the run measured it, over its wall time: 80 prompts through 16 slots, lengths
+    drawn from 0 to L, keep the slots busy :func:`busy_share` of it; a row that does not state its prompts or its
+    length draw is charged nothing, and its TPOT and TTFT are the steady state's either way."""
+    loop = {"output_tok_s": 500.0, "num_prompts": 80, "total_input_tokens": 80_000.0, "total_output_tokens": 16_000.0}
+    rows = comparable_rows(_frame(loop | {"lengths_uniform_from": 0.0}, loop,
+                                  {"output_tok_s": 500.0, "lengths_uniform_from": 0.0}))
+    assert rows["busy_share"].tolist() == [busy_share(16, 80, 0.0), 1.0, 1.0]
+    assert busy_share(16, 80, 0.0) < 0.9
+    pred = predict(rows).set_index(["row_id", "metric"])
+    steady = pred.loc[(1, "throughput"), "predicted"]
+    assert pred.loc[(0, "throughput"), "predicted"] == pytest.approx(steady * busy_share(16, 80, 0.0))
+    assert pred.loc[(0, "tpot"), "predicted"] == pytest.approx(pred.loc[(1, "tpot"), "predicted"])
