@@ -37,7 +37,9 @@ The method (docs/performance-model.md §11):
    mean step. TTFT [s] is compared with the TTFT median, else mean, else unstated; output tokens/s per GPU
    with the per-GPU metric, else the whole-deployment figure ÷ ``gpu_count``, else (every request of the
    stated lengths) the total tokens/s × O/(I+O) ÷ ``gpu_count``. The key used
-   is kept in ``measured_key``. A static batch's TTFT is the prefill of all its prompts together.
+   is kept in ``measured_key``. A static batch's TTFT is the prefill of all its prompts together. A closed-loop
+   run that states its prompts and length draw is charged its drain: its throughput is the steady state's times
+   the share of its wall time its slots were busy (:func:`_busy_shares`).
 3. **Errors**: signed relative error ``predicted / measured − 1`` (a fraction; −0.25 = 25 % low) and the
    log-ratio ``ln(measured / predicted)``. :func:`error_table` summarises them per metric × GPU family ×
    source: n, median |error|, median signed error (the bias) and p90 |error|, with ``"all"`` rows;
