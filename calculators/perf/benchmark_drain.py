@@ -12,8 +12,8 @@ throughput, where
 
 Requests whose lengths are drawn uniformly from ``r·L`` to ``L`` (a random dataset's range ratio ``r``) take
 times in proportion to their lengths, so slots drift out of step and the last ones finish late: 64 requests in
-flight and 640 sent (InferenceX's ``10 × concurrency``) with ``r`` = 0.8 keep the slots busy 95.5 % of the run;
-with ``r`` = 0, and 5 requests per slot (the SGLang cookbook's), 80 %. Requests of one length (``r`` = 1) finish
+flight and 640 sent (InferenceX's ``10 × concurrency``) with ``r`` = 0.8 keep the slots busy 95.6 % of the run;
+with ``r`` = 0, and 5 requests per slot (the SGLang cookbook's), 82–84 %. Requests of one length (``r`` = 1) finish
 together: no drain. One slot is never idle until the end: 1.
 
 The wall time is list scheduling at constant speed, averaged over draws (:data:`SLOT_DRAWS`) of the lengths (a fixed
@@ -41,9 +41,10 @@ def busy_share(concurrency: int, num_prompts: int, lengths_from: float) -> float
 
     ``num_prompts`` requests go through ``concurrency`` slots, the next waiting one into the first slot that
     frees; each takes a time in proportion to a length drawn uniformly from ``lengths_from × L`` to ``L``
-    (``lengths_from`` 1: every request alike). Σ durations / (concurrency × the time the last one ends), the mean
-    over draws (:data:`SLOT_DRAWS`). Two requests on two slots with ``lengths_from`` 0: ``E[(a + b) / (2 max(a, b))]``
-    = 1/2 + E[min/max]/2 = 0.75, as min/max of two uniforms is itself uniform.
+    (``lengths_from`` 1: every request alike). Σ durations / (the slots used, ``min(concurrency, num_prompts)``,
+    × the time the last one ends), the mean over draws (:data:`SLOT_DRAWS`). Two requests on two slots with
+    ``lengths_from`` 0: ``E[(a + b) / (2 max(a, b))]`` = 1/2 + E[min/max]/2 = 0.75, as min/max of two uniforms is
+    itself uniform.
     """
     c = int(positive_int("concurrency", concurrency, scalar=True))
     p = int(positive_int("num_prompts", num_prompts, scalar=True))
