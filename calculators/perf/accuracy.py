@@ -405,9 +405,10 @@ def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _busy_shares(f: pd.DataFrame) -> pd.Series:
-    """Share of each closed-loop run's wall time its slots were busy (:func:`~calculators.perf.benchmark_drain.
-    busy_share`): the drain of ``num_prompts`` requests through ``concurrency`` slots, lengths drawn from
-    ``extra.lengths_uniform_from`` × L to L. 1 where the row does not state both (no drain is charged)."""
+    """Share of each closed-loop run's wall time its slots were busy [fraction]
+    (:func:`~calculators.perf.benchmark_drain.busy_share`): the drain of ``num_prompts`` requests through
+    ``concurrency`` slots, lengths drawn from ``extra.lengths_uniform_from`` × L to L. 1 where the row does not
+    state both (no drain is charged)."""
     low = _column(f, "lengths_uniform_from")
     prompts, slots = _column(f, "num_prompts"), _column(f, "concurrency")
     known = (f["load"] == "concurrency") & low.notna() & prompts.notna() & slots.notna()
