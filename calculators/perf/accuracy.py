@@ -138,7 +138,7 @@ ROW_COLUMNS = ["row_id", "source_id", "source_row", "engine", "engine_generation
                "dp_attention",
                "gpu_count", "replicas", "load_mode", "load", "concurrency", "request_rate", "batch_size", "num_prompts",
                "batch", "input_len", "output_len", "max_num_batched_tokens", "scheduler_recv_interval",
-               "max_num_seqs", "busy_share"]
+               "max_num_seqs", "busy_share", "lockstep"]
 MEASURED_COLUMNS = ["measured_tpot_s", "tpot_key", "measured_ttft_s", "ttft_key", "measured_throughput",
                     "throughput_key"]
 _QUANT_TOKENS = frozenset({"fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8",
@@ -548,17 +548,32 @@ def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | 
     return pools * batch_limit(model, capacity, float(context_tokens))
 
 
+def footprint_tokens(engine: str, input_len: np.ndarray, output_len: np.ndarray,
+                     lockstep: np.ndarray | bool = False) -> np.ndarray:
+    """Tokens of KV cache one running sequence of ``I`` prompt and ``O`` output tokens is charged when the engine
+    decides how many run at once [tokens]. vLLM admits a request when its prompt's blocks are free and preempts
+    the newest one when a running sequence finds none for its next token (the scheduler of vLLM v0.11.0,
+    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/core/sched/scheduler.py), so a full pool holds
+    sequences spread over their decode at their mean length, ``I + O/2``; in ``lockstep`` (every request the same
+    lengths, started together) they all reach ``I + O`` at once. TensorRT-LLM's default policy
+    (``GUARANTEED_NO_EVICT``) reserves each request's ``I + O`` on admission, and so does this for the engines
+    whose reservation the rows do not state."""
+    half = np.where(np.asarray(lockstep, dtype=bool) | (not engine.startswith("vllm")), 1.0, 0.5)
+    return np.ceil(np.asarray(input_len, dtype=float) + half * np.asarray(output_len, dtype=float))
+
+
 def ceiling_batch(pm: Roofline, engine: str, input_len: np.ndarray, output_len: np.ndarray,
-                  num_prompts: np.ndarray, max_num_seqs: float = np.inf) -> np.ndarray:
-    """The batch [sequences] an engine runs for a throughput ceiling: the fewest of the sequences of ``I + O``
-    tokens the KV pool holds (:func:`_kv_limit`: vLLM's accounting, TensorRT-LLM's own), the engine's largest
-    batch ``max_num_seqs`` (:func:`scheduler_limits`; none for SGLang and ATOM) and the prompts the run sends; at
-    least 1."""
+                  num_prompts: np.ndarray, max_num_seqs: float = np.inf,
+                  lockstep: np.ndarray | bool = False) -> np.ndarray:
+    """The batch [sequences] an engine runs for a throughput ceiling: the fewest of the sequences the KV pool
+    holds (:func:`_kv_limit`: vLLM's accounting, TensorRT-LLM's own; sequences of :func:`footprint_tokens`), the
+    engine's largest batch ``max_num_seqs`` (:func:`scheduler_limits`; none for SGLang and ATOM) and the prompts
+    the run sends; at least 1. ``lockstep``: the runs whose requests all grow together."""
     config = (pm.model.id, pm.gpu.id, int(np.ravel(pm.tensor_parallel_size)[0]), pm.pipeline_parallel_size,
               pm.quantization, pm.kv_cache_dtype)
     trtllm_pool = engine.startswith("trtllm")
-    kv = np.array([_kv_limit(*config, int(c), trtllm_pool, pm.enable_dp_attention) for c in input_len + output_len],
-                  dtype=float)
+    footprint = footprint_tokens(engine, input_len, output_len, lockstep)
+    kv = np.array([_kv_limit(*config, int(c), trtllm_pool, pm.enable_dp_attention) for c in footprint], dtype=float)
     return np.maximum(np.fmin(np.minimum(kv, max_num_seqs), num_prompts), 1.0)
 
 
@@ -590,7 +605,9 @@ def _load_metrics(pm: Roofline, rows: pd.DataFrame, engine: str) -> dict[str, np
     slots = np.full(len(b), cap)
     capped = closed | static
     if capped.any() and engine.startswith("vllm"):
-        slots[capped] = ceiling_batch(pm, engine, i[capped], o[capped], np.full(int(capped.sum()), np.inf), cap)
+        together = rows["lockstep"].to_numpy(bool) | static  # a static batch's sequences grow together too
+        slots[capped] = ceiling_batch(pm, engine, i[capped], o[capped], np.full(int(capped.sum()), np.inf), cap,
+                                      together[capped])
     sm = serving.serving_metrics(pm, np.nan_to_num(b, nan=1.0), i, o, max_running=slots)
     out = {k: np.array(sm[k], dtype=float) for k in _KEYS}
     out["output_tokens_per_s_per_gpu"] *= rows["busy_share"].to_numpy(float)  # a finite run's drain (closed loop)

@@ -368,6 +368,24 @@ def test_offline_ceiling_batch_is_the_fewest_of_kv_engine_and_prompts(monkeypatc
     assert acc.ceiling_batch(r, "sglang", i, o, np.array([5000.0, 0.5, np.nan])).tolist() == [300, 1, 300]
 
 
+def test_vllm_holds_sequences_at_their_mean_length_and_tensorrt_llm_at_their_full_length(monkeypatch):
+    """vLLM admits on the blocks a prompt needs now and preempts when a running sequence finds none, so a full
+    pool of 64,000 tokens holds 64,000 // (1,000 + 200/2) = 58 sequences of 1,000 + 200 tokens in flight;
+    TensorRT-LLM reserves 1,000 + 200 on admission: 64,000 // 1,200 = 53, and so many fit vLLM in lockstep."""
+    import calculators.perf.accuracy as acc
+    assert acc.footprint_tokens("vllm-v1", np.array([1000.0, 512.0]), np.array([200.0, 255.0])).tolist() == [
+        1100.0, 640.0]                                                                # 512 + 127.5, rounded up
+    assert acc.footprint_tokens("trtllm", np.array([1000.0]), np.array([200.0])).tolist() == [1200.0]
+    monkeypatch.setattr(acc, "_kv_limit", lambda *config: 64_000 // config[6])
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
+    i, o, prompts = np.array([1000.0]), np.array([200.0]), np.array([np.inf])
+    assert acc.ceiling_batch(r, "vllm-v1", i, o, prompts, 1024).tolist() == [58]
+    assert acc.ceiling_batch(r, "vllm-v0", i, o, prompts, 256).tolist() == [58]
+    assert acc.ceiling_batch(r, "trtllm", i, o, prompts, 2048).tolist() == [53]
+    # in lockstep (equal lengths, started together) vLLM's sequences all reach 1,200 tokens at once
+    assert acc.ceiling_batch(r, "vllm-v1", i, o, prompts, 1024, np.array([True])).tolist() == [53]
+
+
 def test_a_one_batch_offline_run_is_a_static_batch_with_output_throughput_from_its_total():
     # dstack's shape: 4 prompts of 32,784 + 2,048 tokens at once on 8 GPUs, 590 tokens/s in all
     row = {"load_mode": "offline_max", "concurrency": None, "batch_size": 4, "num_prompts": 4, "gpu_count": 8,
