@@ -37,7 +37,8 @@ def cmd_perf(a: argparse.Namespace) -> int:
           f" ms, all-reduce {doc['decode_allreduce_s'] * 1e3:.2f} ms, overhead {doc['step_overhead_s'] * 1e3:.1f} ms"
           f" → {doc['bound']}-bound")
     print(f"  ridge {doc['ridge_point_flop_per_byte']:.0f} FLOP/byte; {doc['crossover_note']}; "
-          f"KV cache holds {doc['kv_batch_limit']} such sequences")
+          f"KV cache holds {doc['kv_batch_limit']} such sequences whole, "
+          f"{doc['kv_running_limit']} at their mean length")
     print(f"  {_band_line(doc)}")
     if "warning" in doc:
         print(f"  warning: {doc['warning']}")

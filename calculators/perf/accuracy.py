@@ -85,7 +85,7 @@ from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS, Efficienci
 from calculators.specs.catalog import get_gpu, get_model, load_gpus, load_models
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.capacity import CapacityResult
-from calculators.vllm.concurrency import batch_limit, replica_capacity
+from calculators.vllm.concurrency import batch_limit, replica_capacity, running_footprint_tokens
 from calculators.vllm.versions import serve_defaults
 
 METRICS = ("tpot", "ttft", "throughput")
@@ -551,15 +551,12 @@ def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | 
 def footprint_tokens(engine: str, input_len: np.ndarray, output_len: np.ndarray,
                      lockstep: np.ndarray | bool = False) -> np.ndarray:
     """Tokens of KV cache one running sequence of ``I`` prompt and ``O`` output tokens is charged when the engine
-    decides how many run at once [tokens]. vLLM admits a request when its prompt's blocks are free and preempts
-    the newest one when a running sequence finds none for its next token (the scheduler of vLLM v0.11.0,
-    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/core/sched/scheduler.py), so a full pool holds
-    sequences spread over their decode at their mean length, ``I + O/2``; in ``lockstep`` (every request the same
-    lengths, started together) they all reach ``I + O`` at once. TensorRT-LLM's default policy
-    (``GUARANTEED_NO_EVICT``) reserves each request's ``I + O`` on admission, and so does this for the engines
-    whose reservation the rows do not state."""
-    half = np.where(np.asarray(lockstep, dtype=bool) | (not engine.startswith("vllm")), 1.0, 0.5)
-    return np.ceil(np.asarray(input_len, dtype=float) + half * np.asarray(output_len, dtype=float))
+    decides how many run at once [tokens]: vLLM's
+    :func:`~calculators.vllm.concurrency.running_footprint_tokens` (``I + O/2``, or ``I + O`` in ``lockstep``);
+    TensorRT-LLM's default policy (``GUARANTEED_NO_EVICT``) reserves each request's ``I + O`` on admission, and so
+    does this for the engines whose reservation the rows do not state."""
+    return running_footprint_tokens(input_len, output_len, np.asarray(lockstep, dtype=bool)
+                                    | (not engine.startswith("vllm")))
 
 
 def ceiling_batch(pm: Roofline, engine: str, input_len: np.ndarray, output_len: np.ndarray,

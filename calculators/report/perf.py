@@ -10,7 +10,7 @@ from calculators.perf.bands import band_factors, timing_band
 from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_batch, slo_batch
 from calculators.perf.roofline import Roofline, crossover_batch_size, ridge_point
 from calculators.perf.serving import open_loop_metrics, serving_metrics, static_batch_metrics
-from calculators.vllm.concurrency import batch_limit, replica_capacity
+from calculators.vllm.concurrency import batch_limit, replica_capacity, running_footprint_tokens
 
 
 def kv_batch_limit(r: Roofline, context_tokens: int, **capacity_flags) -> int:
@@ -58,10 +58,11 @@ def _check_context(r: Roofline, tokens: float) -> None:
 
 
 def _load(r: Roofline, input_len: int, output_len: int, batch_size: int | None, concurrency: float | None,
-          request_rate: float | None, max_num_seqs: int, slots: int) -> tuple[str, float, dict[str, float]]:
+          request_rate: float | None, max_num_seqs: int,
+          slots: dict[str, int]) -> tuple[str, float, dict[str, float]]:
     """The load mode, its value and its metrics: exactly one of batch, concurrency or rate; a concurrency runs
-    at most ``slots`` requests at once, the rest wait, and a static batch runs in waves of ``slots``
-    (docs/performance-model.md §2)."""
+    at most ``slots["concurrency"]`` requests at once, the rest wait, and a static batch runs in waves of
+    ``slots["static_batch"]`` (docs/performance-model.md §2)."""
     given = {k: v for k, v in (("static_batch", batch_size), ("concurrency", concurrency),
                                ("request_rate", request_rate)) if v is not None}
     if len(given) != 1:
@@ -69,9 +70,9 @@ def _load(r: Roofline, input_len: int, output_len: int, batch_size: int | None, 
                                 "exactly one of --batch-size, --concurrency or --request-rate")
     (mode, value), = given.items()
     if mode == "static_batch":
-        m = static_batch_metrics(r, value, input_len, output_len, max_running=slots)
+        m = static_batch_metrics(r, value, input_len, output_len, max_running=slots[mode])
     elif mode == "concurrency":
-        m = serving_metrics(r, value, input_len, output_len, max_running=slots)
+        m = serving_metrics(r, value, input_len, output_len, max_running=slots[mode])
     else:
         m = open_loop_metrics(r, value, input_len, output_len, max_num_seqs=max_num_seqs)
     return mode, float(value), {k: float(np.ravel(v)[0]) for k, v in m.items()}
@@ -84,8 +85,11 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
     of ``batch_size`` prompts, ``concurrency`` requests in flight, or Poisson arrivals at ``request_rate``."""
     _check_context(r, input_len + output_len)
     limit = kv_batch_limit(r, input_len + output_len)
-    slots = max(1, min(limit, max_num_seqs))
-    mode, value, m = _load(r, input_len, output_len, batch_size, concurrency, request_rate, max_num_seqs, slots)
+    mean_len = int(running_footprint_tokens(input_len, output_len))
+    running_limit = kv_batch_limit(r, mean_len)
+    caps = {"static_batch": max(1, min(limit, max_num_seqs)), "concurrency": max(1, min(running_limit, max_num_seqs))}
+    mode, value, m = _load(r, input_len, output_len, batch_size, concurrency, request_rate, max_num_seqs, caps)
+    slots = caps.get(mode, caps["static_batch"])
     in_flight = m.pop("concurrency", value)
     overloaded = bool(m.pop("overloaded", False))
     running = min(in_flight, slots) if mode in ("concurrency", "static_batch") else in_flight
@@ -108,7 +112,7 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
         "crossover_batch_size": None if math.isinf(cross) else cross,
         "crossover_note": ("KV-cache reads keep decode memory-bound at every batch size at this context"
                            if math.isinf(cross) else f"decode turns compute-bound above ≈{cross:.0f} sequences"),
-        "kv_batch_limit": limit,
+        "kv_batch_limit": limit, "kv_running_limit": running_limit,
         "efficiencies": {"compute": r.efficiencies.compute, "compute_dtype_share": r.efficiencies.compute_dtype_share,
                          "attention_compute_share": r.efficiencies.attention_compute_share,
                          "memory": r.efficiencies.memory},
@@ -116,6 +120,9 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
     doc["band_80"] = band_80(r, doc)
     why = (f"the KV cache holds {limit} sequences of {input_len + output_len} tokens" if limit <= max_num_seqs
            else f"max_num_seqs {max_num_seqs}")
+    if mode == "concurrency" and running_limit <= max_num_seqs:
+        why = (f"the KV cache holds {running_limit} sequences at their mean length of {mean_len} tokens, "
+               "vLLM preempting the newest beyond")
     if mode == "concurrency" and in_flight > slots:
         doc["warning"] = (f"{in_flight:g} requests in flight but at most {slots} run at once ({why}): the others "
                           f"wait {m['queue_wait_s'] * 1e3:,.0f} ms on average for a slot, and TTFT includes it")
@@ -123,6 +130,11 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
         doc["warning"] = (f"a batch of {in_flight:g} but at most {slots} run at once ({why}): it runs in "
                           f"{math.ceil(in_flight / slots)} waves, a request waits {m['queue_wait_s'] * 1e3:,.0f} ms on "
                           f"average for its wave, and TTFT includes it")
+    elif mode == "concurrency" and batch > limit:
+        doc["warning"] = (f"{batch} in flight is more than the {limit} sequences of {input_len + output_len} tokens "
+                          f"the KV cache holds whole: vLLM runs them all as they are spread over their decode "
+                          f"({running_limit} fit at their mean length of {mean_len} tokens), and preempts the newest "
+                          "when their lengths bunch")
     elif batch > limit:
         doc["warning"] = f"batch {batch} exceeds the KV cache: at most {limit} sequences of " \
                          f"{input_len + output_len} tokens fit"

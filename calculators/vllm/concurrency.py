@@ -70,6 +70,22 @@ def batch_limit(model: ModelSpec, result: CapacityResult, context_tokens: float)
     return pool_blocks(result) // int(request_blocks(model, result.binding.groups, n, result.settings))
 
 
+def running_footprint_tokens(input_len: ArrayLike, output_len: ArrayLike, together: ArrayLike = False) -> np.ndarray:
+    """Tokens of KV cache a running sequence of ``I`` prompt and ``O`` output tokens holds on average while vLLM
+    decides how many run at once [tokens]; vectorised.
+
+    vLLM admits a request when the blocks of its prompt are free and, when a running sequence finds no block for
+    its next token, preempts the newest one (the scheduler of vLLM v0.11.0,
+    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/core/sched/scheduler.py). Requests that arrive one
+    by one (a closed loop's replacements, an open loop) are spread over their decode, so a full pool holds them at
+    their mean length ``ceil(I + O/2)``: 2,000 + 500 tokens hold 2,250 on average. Requests started
+    ``together`` (a static batch; a benchmark whose requests all have one length, in lockstep) all reach
+    ``I + O`` at once, and are charged that (docs/performance-model.md §2).
+    """
+    half = np.where(np.asarray(together, dtype=bool), 1.0, 0.5)
+    return np.ceil(np.asarray(input_len, dtype=float) + half * np.asarray(output_len, dtype=float))
+
+
 def concurrency(model: ModelSpec, result: CapacityResult, lengths: ArrayLike) -> np.ndarray:
     """Sequences of each length the pool holds at once, fractional as vLLM prints it [sequences].
 

@@ -20,6 +20,7 @@ from calculators.perf.serving import serving_metrics
 from calculators.perf.sweep import decode_sweep
 from calculators.report.perf import perf_document
 from calculators.specs.catalog import get_gpu, get_model
+from calculators.vllm.concurrency import pool_blocks, replica_capacity
 from tests.perf.datasheet import IDEAL
 
 # Llama-3.1-8B by hand: a step reads the weights, 8,030,261,248 × 2 B, less the token embedding's
@@ -263,12 +264,21 @@ def test_cli_perf_takes_sglangs_scheduler_recv_interval():
 def test_perf_concurrency_beyond_the_kv_cache_waits_for_a_slot():
     r = Roofline(get_model("meta-llama/Llama-3.1-8B-Instruct"), get_gpu("L4"))
     doc = perf_document(r, input_len=2000, output_len=500, concurrency=200)
-    m = doc["kv_batch_limit"]
-    assert 1 < m < 200 and doc["batch_size"] == m
+    # vLLM runs sequences spread over their decode at their mean length, 2,000 + 500/2 = 2,250 tokens: 141 blocks
+    # of 16 each, where a whole 2,500-token sequence takes 157
+    blocks = pool_blocks(replica_capacity(r.model, r.gpu, 1)[1])
+    assert doc["kv_batch_limit"] == blocks // 157 and doc["kv_running_limit"] == blocks // 141
+    m = doc["kv_running_limit"]
+    assert 1 < m < 200 and doc["batch_size"] == m and m > doc["kv_batch_limit"]
     # the M that fit cycle in R = TTFT₀ + 499 · TPOT, of which R − r holds a slot (r: the request overhead), so
     # the replica serves M/(R − r) requests/s and each of the 200 waits W = 200 (R − r)/M − R (Little's law)
     r_cycle, over = doc["e2e_latency_s"] - doc["queue_wait_s"], doc["request_overhead_s"]
     assert doc["queue_wait_s"] == pytest.approx(200 * (r_cycle - over) / m - r_cycle)
     assert doc["requests_per_s"] == pytest.approx(m / (r_cycle - over))
-    assert "wait" in doc["warning"] and f"holds {m} sequences" in doc["warning"]
+    assert "wait" in doc["warning"] and f"holds {m} sequences at their mean length of 2250 tokens" in doc["warning"]
     assert perf_document(r, input_len=2000, output_len=500, concurrency=4)["queue_wait_s"] == 0.0
+    fits = perf_document(r, input_len=2000, output_len=500, concurrency=m)
+    assert fits["queue_wait_s"] == 0.0 and "vLLM runs them all" in fits["warning"]   # but not whole: it may preempt
+    # a static batch's sequences grow together: waves of the sequences of 2,500 tokens the cache holds
+    batch = perf_document(r, input_len=2000, output_len=500, batch_size=m)
+    assert batch["queue_wait_s"] > 0 and f"at most {doc['kv_batch_limit']} run at once" in batch["warning"]

@@ -4,7 +4,13 @@ import numpy as np
 from calculators.specs.catalog import get_model
 from calculators.units import GiB
 from calculators.vllm.capacity import vllm_capacity
-from calculators.vllm.concurrency import batch_limit, concurrency, concurrency_curve, pool_blocks
+from calculators.vllm.concurrency import (
+    batch_limit,
+    concurrency,
+    concurrency_curve,
+    pool_blocks,
+    running_footprint_tokens,
+)
 
 MODEL = get_model("meta-llama/Llama-3.1-70B-Instruct")
 
@@ -46,3 +52,9 @@ def test_concurrency_curve_spans_one_block_to_max_model_len_with_the_typical_len
     assert frame["context_tokens"].iloc[0] == 16 and frame["context_tokens"].iloc[-1] == 131_072
     assert 2300 in set(frame["context_tokens"])
     assert frame.loc[frame["context_tokens"] == 2300, "max_concurrency"].item() == 26_263 / 144  # ceil(2300/16)
+
+
+def test_running_sequences_are_charged_their_mean_length_unless_they_grow_together():
+    # 2,000 + 500/2 = 2,250; 512 + 255/2 = 639.5, whole tokens: 640; started together, all reach I + O at once
+    assert running_footprint_tokens([2000, 512], [500, 255]).tolist() == [2250.0, 640.0]
+    assert running_footprint_tokens([2000, 512], [500, 255], together=[True, False]).tolist() == [2500.0, 640.0]
