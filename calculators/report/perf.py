@@ -120,9 +120,9 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
     doc["band_80"] = band_80(r, doc)
     why = (f"the KV cache holds {limit} sequences of {input_len + output_len} tokens" if limit <= max_num_seqs
            else f"max_num_seqs {max_num_seqs}")
-    if mode == "concurrency" and running_limit <= max_num_seqs:
-        why = (f"the KV cache holds {running_limit} sequences at their mean length of {mean_len} tokens, "
-               "vLLM preempting the newest beyond")
+    if mode == "concurrency":
+        why = (f"the KV cache holds {running_limit} sequences at their mean length of {mean_len:,} tokens, vLLM "
+               f"preempting the newest beyond" if running_limit <= max_num_seqs else f"max_num_seqs {max_num_seqs}")
     if mode == "concurrency" and in_flight > slots:
         doc["warning"] = (f"{in_flight:g} requests in flight but at most {slots} run at once ({why}): the others "
                           f"wait {m['queue_wait_s'] * 1e3:,.0f} ms on average for a slot, and TTFT includes it")
@@ -133,7 +133,7 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
     elif mode == "concurrency" and batch > limit:
         doc["warning"] = (f"{batch} in flight is more than the {limit} sequences of {input_len + output_len} tokens "
                           f"the KV cache holds whole: vLLM runs them all as they are spread over their decode "
-                          f"({running_limit} fit at their mean length of {mean_len} tokens), and preempts the newest "
+                          f"({running_limit} fit at their mean length of {mean_len:,} tokens), and preempts the newest "
                           "when their lengths bunch")
     elif batch > limit:
         doc["warning"] = f"batch {batch} exceeds the KV cache: at most {limit} sequences of " \

@@ -275,7 +275,7 @@ def test_perf_concurrency_beyond_the_kv_cache_waits_for_a_slot():
     r_cycle, over = doc["e2e_latency_s"] - doc["queue_wait_s"], doc["request_overhead_s"]
     assert doc["queue_wait_s"] == pytest.approx(200 * (r_cycle - over) / m - r_cycle)
     assert doc["requests_per_s"] == pytest.approx(m / (r_cycle - over))
-    assert "wait" in doc["warning"] and f"holds {m} sequences at their mean length of 2250 tokens" in doc["warning"]
+    assert "wait" in doc["warning"] and f"holds {m} sequences at their mean length of 2,250 tokens" in doc["warning"]
     assert perf_document(r, input_len=2000, output_len=500, concurrency=4)["queue_wait_s"] == 0.0
     fits = perf_document(r, input_len=2000, output_len=500, concurrency=m)
     assert fits["queue_wait_s"] == 0.0 and "vLLM runs them all" in fits["warning"]   # but not whole: it may preempt
