@@ -273,16 +273,16 @@ def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
     bw = f"{c.bandwidth_bytes_per_s / 1e9:,.0f} GB/s"
     sub = (f"B = {bs:g}, C = {context_tokens:,.0f}; "
            f"linear = {bs:g} × ({_f(c.linear_flop_per_token) / 1e9:,.3f} GFLOP"
-           + (f" + {experts / 1e9:,.3f} GFLOP of experts × (1 ÷ {e.moe_compute_share:.2f} − 1)" if experts else "")
-           + f") ÷ ({c.peak_flop_per_s / 1e12:,.1f} TFLOP/s × {e.compute:.2f}"
-           + (f" × {e.compute_dtype_share:.2f}" if e.compute_dtype_share < 1 else "")
+           + (f" + {experts / 1e9:,.3f} GFLOP of experts × (1 ÷ {e.moe_compute_share:.3f} − 1)" if experts else "")
+           + f") ÷ ({c.peak_flop_per_s / 1e12:,.1f} TFLOP/s × {e.compute:.3f}"
+           + (f" × {e.compute_dtype_share:.3f}" if e.compute_dtype_share < 1 else "")
            + f") = {_ms(t['linear_s'])}; "
            f"weights = ({_f(c.dense_weight_bytes) / 1e9:,.2f} GB"
            + (f" + {_f(c.expert_weight_bytes) / 1e9:,.2f} GB × {touched:.3f} touched × {slow:.2f} slower"
               if c.expert_hit_fraction else "")
            + f") ÷ ({bw} × {e.memory:.2f}) = {_ms(t['weights_s'])}; "
            f"attention = {bs:g} × {attn / 1e9:,.3f} GFLOP ÷ ({c.attn_peak_flop_per_s / 1e12:,.1f} TFLOP/s × "
-           f"{e.compute:.2f} × {e.attention_compute_share:.2f}) = {_ms(t['attention_s'])}; "
+           f"{e.compute:.3f} × {e.attention_compute_share:.3f}) = {_ms(t['attention_s'])}; "
            f"KV = {bs:g} × {kv / 1e6:,.2f} MB ÷ ({bw} × {attn_eff:.2f}) = {_ms(t['kv_s'])}; "
            + (f"{stages:g} stage slots × " if stages > 1 else "")
            + f"(max({_ms(t['linear_s'])}, {_ms(t['weights_s'])}) + max({_ms(t['attention_s'])}, {_ms(t['kv_s'])})) "
