@@ -65,6 +65,9 @@ FAMILY_SD, ENGINE_SD = {"memory": 0.7, "compute": 1.5, "overhead": 0.7}, 0.7
 ENGINES = ("sglang", "sglang-old", "trtllm", "trtllm-old", "vllm-v0", "vllm-v1-piecewise", "lmdeploy", "atom")
 METRIC_WEIGHT = {"tpot": 1.0, "ttft": 0.5, "throughput": 1.0}
 SCALE = 0.3
+"""The Cauchy loss's scale in log-ratio: a row 5 % off is weighed 0.97, one 20 % off 0.73, one 2× off 0.16 (IRLS
+weights). 0.15, about the rows' median |log-ratio|, was fitted and judged held out on 2026-12-05 and not shipped
+(docs/performance-model.md §11, "Tried on this fit, not shipped")."""
 
 
 def _to(transform: str, v: float) -> float:
@@ -128,7 +131,7 @@ def residuals(rows: pd.DataFrame, profile: Profile,
 
 def _robust(r: np.ndarray) -> tuple[float, np.ndarray]:
     """Cauchy loss ``s²·ln(1 + (r/s)²)`` and its IRLS weights ``1 / (1 + (r/s)²)``: a point 20× off (a benchmark
-    that queued its requests for minutes) pulls on the fit almost nothing, one 20 % off fully."""
+    that queued its requests for minutes) pulls on the fit almost nothing; weights at :data:`SCALE`'s."""
     z = 1 + (r / SCALE) ** 2
     return float(np.sum(np.log(z)) * SCALE**2), 1 / z
 
@@ -254,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
              f"fitted = {dt.date.today().isoformat()}",
              f'corpus = "public measurement corpus: {len(frame)} rows, {frame["source_id"].nunique()} sources, '
              f'{len(rows)} comparable"',
-             'method = "robust (Cauchy) least squares on log-ratios, sources weighted 1/sqrt(n), Gaussian prior on the '
+             f'method = "robust (Cauchy, scale {SCALE:g}) least squares on log-ratios, sources weighted 1/sqrt(n), '
+             'Gaussian prior on the '
              f'per-family and per-engine entries (family memory/compute/cost sd {FAMILY_SD["memory"]:g}/'
              f'{FAMILY_SD["compute"]:g}/{FAMILY_SD["overhead"]:g}, engine sd {args.engine_sd:g}) and on the MLA '
              'and attention shares '
