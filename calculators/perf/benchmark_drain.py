@@ -56,13 +56,29 @@ def busy_share(concurrency: int, num_prompts: int, lengths_from: float) -> float
     rng = np.random.default_rng(0)
     durations = rng.uniform(lengths_from, 1.0, size=(draws, p))
     slots = min(c, p)
-    free_at = durations[:, :slots].copy()  # the first requests start together, one per slot
-    rows = np.arange(draws)
-    for j in range(slots, p):
-        first = np.argmin(free_at, axis=1)
-        free_at[rows, first] += durations[:, j]
-    wall = free_at.max(axis=1)
+    wall = _last_end(durations, slots)
     return float(np.mean(durations.sum(axis=1) / (slots * wall)))
 
+
+def _last_end(durations: np.ndarray, slots: int) -> np.ndarray:
+    """When the last request ends [in units of the longest length], per draw (a row of ``durations``): the first
+    ``slots`` requests start together, each later one in the slot that frees first (greedy list scheduling).
+
+    The requests are placed a batch at a time, exactly as one at a time would place them: with the slots' free
+    times sorted ``f₁ ≤ f₂ ≤ …``, the next requests ``d₁, d₂, …`` take slots 1, 2, … as long as each ``f_m`` comes
+    no later than the earliest end ``min_{i<m}(f_i + d_i)`` of the batch's earlier requests (else one of those
+    slots would free first and take request ``m``). With lengths from 0.8 L to L most slots free within 0.8 L of
+    the first, so 8,192 slots and 81,920 requests take about a dozen batches, not 73,728 single steps."""
+    free = np.sort(durations[:, :slots], axis=1)
+    done = slots
+    while done < durations.shape[1]:
+        n = min(slots, durations.shape[1] - done)
+        ends = free[:, :n] + durations[:, done:done + n]
+        earliest = np.minimum.accumulate(ends, axis=1)
+        in_order = np.concatenate([np.full((len(free), 1), True), free[:, 1:n] <= earliest[:, :-1]], axis=1)
+        taken = int(np.min(np.where(in_order.all(axis=1), n, in_order.argmin(axis=1))))
+        free = np.sort(np.concatenate([ends[:, :taken], free[:, taken:]], axis=1), axis=1)
+        done += taken
+    return free[:, -1]
 
 __all__ = ["SLOT_DRAWS", "busy_share"]

@@ -1,10 +1,13 @@
 """The drain of a finite closed-loop benchmark against values worked by hand and the list-scheduling bound."""
 from __future__ import annotations
 
+import heapq
+
+import numpy as np
 import pytest
 
 from calculators.errors import InvalidInputError
-from calculators.perf.benchmark_drain import busy_share
+from calculators.perf.benchmark_drain import _last_end, busy_share
 
 
 def test_one_slot_or_one_length_never_idles():
@@ -42,3 +45,19 @@ def test_the_same_arguments_give_the_same_share():
 def test_bad_arguments_are_refused_by_name(args, field):
     with pytest.raises(InvalidInputError, match=field):
         busy_share(*args)
+
+
+@pytest.mark.parametrize(("slots", "prompts", "lengths_from"), [(1, 5, 0.0), (2, 9, 0.0), (7, 100, 0.3),
+                                                                (64, 640, 0.8), (300, 301, 0.0), (50, 50, 0.5)])
+def test_batched_placement_ends_when_one_request_at_a_time_does(slots, prompts, lengths_from):
+    """The batches place every request where greedy list scheduling does: checked against a heap that places
+    them one at a time (the next request into the slot that frees first)."""
+    durations = np.random.default_rng(7).uniform(lengths_from, 1.0, size=(5, prompts))
+    expected = []
+    for run in durations:
+        free = list(run[:slots])
+        heapq.heapify(free)
+        for d in run[slots:]:
+            heapq.heappush(free, heapq.heappop(free) + d)
+        expected.append(max(free))
+    assert _last_end(durations, min(slots, prompts)).tolist() == pytest.approx(expected, rel=1e-12)
