@@ -68,7 +68,9 @@ def _last_end(durations: np.ndarray, slots: int) -> np.ndarray:
     times sorted ``f₁ ≤ f₂ ≤ …``, the next requests ``d₁, d₂, …`` take slots 1, 2, … as long as each ``f_m`` comes
     no later than the earliest end ``min_{i<m}(f_i + d_i)`` of the batch's earlier requests (else one of those
     slots would free first and take request ``m``). With lengths from 0.8 L to L most slots free within 0.8 L of
-    the first, so 8,192 slots and 81,920 requests take about a dozen batches, not 73,728 single steps."""
+    the first, so 8,192 slots and 81,920 requests take 10 batches, not 73,728 single steps (7 ms, not 0.55 s);
+    lengths from 0 make short batches (951 for the same run, 0.29 s; 299 for 64 slots and 640 requests, 14 ms
+    where one at a time takes 4 ms)."""
     free = np.sort(durations[:, :slots], axis=1)
     done = slots
     while done < durations.shape[1]:
@@ -80,5 +82,6 @@ def _last_end(durations: np.ndarray, slots: int) -> np.ndarray:
         free = np.sort(np.concatenate([ends[:, :taken], free[:, taken:]], axis=1), axis=1)
         done += taken
     return free[:, -1]
+
 
 __all__ = ["SLOT_DRAWS", "busy_share"]
