@@ -118,11 +118,10 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
                          "memory": r.efficiencies.memory},
     }
     doc["band_80"] = band_80(r, doc)
-    why = (f"the KV cache holds {limit} sequences of {input_len + output_len} tokens" if limit <= max_num_seqs
-           else f"max_num_seqs {max_num_seqs}")
-    if mode == "concurrency":
-        why = (f"the KV cache holds {running_limit} sequences at their mean length of {mean_len:,} tokens, vLLM "
-               f"preempting the newest beyond" if running_limit <= max_num_seqs else f"max_num_seqs {max_num_seqs}")
+    whole = (limit, f"sequences of {input_len + output_len} tokens")
+    held, what = (running_limit, f"sequences at their mean length of {mean_len:,} tokens, vLLM preempting the "
+                  "newest beyond") if mode == "concurrency" else whole
+    why = f"the KV cache holds {held} {what}" if held <= max_num_seqs else f"max_num_seqs {max_num_seqs}"
     if mode == "concurrency" and in_flight > slots:
         doc["warning"] = (f"{in_flight:g} requests in flight but at most {slots} run at once ({why}): the others "
                           f"wait {m['queue_wait_s'] * 1e3:,.0f} ms on average for a slot, and TTFT includes it")
