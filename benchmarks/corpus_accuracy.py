@@ -30,10 +30,10 @@ from calculators.perf.accuracy import (  # noqa: E402
     error_table,
     leave_one_source_out,
     predict,
-    screen,
     shipped_refits,
 )
 from calculators.perf.coefficients import FitFile, parse_fit_file  # noqa: E402
+from calculators.perf.comparable import screen  # noqa: E402
 from calculators.perf.measurements import measurements_frame  # noqa: E402
 from calculators.report.accuracy_text import comparison_lines, report_lines  # noqa: E402
 

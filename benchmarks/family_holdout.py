@@ -26,8 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.fit_performance import OUT, Space, fit, profile_toml  # noqa: E402
-from calculators.perf.accuracy import comparable_rows, family_holdout_table, predict  # noqa: E402
+from calculators.perf.accuracy import family_holdout_table, predict  # noqa: E402
 from calculators.perf.coefficients import Profile, load_fit, parse_fit_file  # noqa: E402
+from calculators.perf.comparable import comparable_rows  # noqa: E402
 
 #: The table header that starts the leave-one-family-out refits in the fit file (they come last).
 BLOCK = "[[held_out_family]]"

@@ -42,8 +42,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from calculators.perf.accuracy import comparable_rows, predict  # noqa: E402
+from calculators.perf.accuracy import predict  # noqa: E402
 from calculators.perf.coefficients import FIT_FILE, Profile, parse_fit_file  # noqa: E402
+from calculators.perf.comparable import comparable_rows  # noqa: E402
 from calculators.perf.measurements import measurements_frame  # noqa: E402
 
 OUT = ROOT / "calculators" / "data" / FIT_FILE

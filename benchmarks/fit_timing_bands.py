@@ -26,11 +26,11 @@ from calculators.perf.accuracy import (  # noqa: E402
     METRICS,
     loso_rows,
     predict,
-    screen,
     shipped_family_refits,
     shipped_refits,
 )
 from calculators.perf.bands import BAND_FILE, BandEntry, fit_band, parse_band_file  # noqa: E402
+from calculators.perf.comparable import screen  # noqa: E402
 from calculators.perf.measurements import measurements_frame  # noqa: E402
 
 OUT = ROOT / "calculators" / "data" / BAND_FILE

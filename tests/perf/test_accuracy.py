@@ -15,20 +15,18 @@ from calculators.perf.accuracy import (
     METRICS,
     AccuracyReport,
     accuracy_report,
-    comparable_rows,
-    dp_attention,
     error_table,
     fit_correction,
     loso_rows,
     per_source_view,
     predict,
     residual_band,
-    screen,
     signed_error,
 )
 from calculators.perf.bands import fit_band
 from calculators.perf.benchmark_drain import busy_share
-from calculators.perf.coefficients import load_fit
+from calculators.perf.coefficients import engine_generation, load_fit
+from calculators.perf.comparable import comparable_rows, dp_attention, screen
 from calculators.perf.measurements import load_measurements
 from calculators.perf.roofline import Roofline
 from calculators.perf.serving import serving_metrics, static_batch_metrics
@@ -257,7 +255,7 @@ def test_open_loop_rows_compare_what_the_load_can_state():
 def test_an_open_loop_under_a_client_cap_runs_at_most_that_many(monkeypatch):
     # 200 req/s offered with --max-concurrency 8: far beyond what 8 in flight serve, so the engine runs a closed
     # loop of 8 (the client holds the rest); without a client cap it runs the 256 its pool admits
-    monkeypatch.setattr("calculators.perf.accuracy._kv_limit", lambda *a: 256)
+    monkeypatch.setattr("calculators.perf.corpus_engine._kv_limit", lambda *a: 256)
     rate = {"load_mode": "request_rate", "request_rate": 200.0, "request_throughput_req_s": 4.0}
     p = predict(comparable_rows(_frame(rate | {"concurrency": 8}, rate | {"concurrency": None})))
     batch = p[p["metric"] == "tpot"].set_index("row_id")["predicted_batch"]
@@ -268,7 +266,7 @@ def test_an_open_loop_runs_at_most_its_own_pool_and_the_prompts_it_sends(monkeyp
     """One server, two overloaded runs: the pool holds 20 sequences of 30,100 tokens and 200 of 3,000 (a stand-in
     for vLLM's accounting), so the short run is not held to the long one's 20; a run of 50 prompts has at most 50
     in flight however fast they arrive."""
-    monkeypatch.setattr("calculators.perf.accuracy._kv_limit", lambda *a: 20 if a[6] > 10_000 else 200)
+    monkeypatch.setattr("calculators.perf.corpus_engine._kv_limit", lambda *a: 20 if a[6] > 10_000 else 200)
     rate = {"load_mode": "request_rate", "request_rate": 200.0, "request_throughput_req_s": 4.0, "concurrency": None}
     p = predict(comparable_rows(_frame(rate | {"input_len": 30_000, "output_len": 100},
                                        rate | {"input_len": 1_000, "output_len": 2_000},
@@ -313,7 +311,7 @@ def test_a_closed_loop_in_lockstep_compares_no_ttft():
 def test_a_vllm_closed_loop_beyond_its_kv_pool_waits_for_slots(monkeypatch):
     # 16 in flight, a pool of 4 sequences: each waits 16 (R − r)/4 − R before its first token (R: the closed loop
     # of 4's cycle, r: the request overhead, which holds no slot)
-    monkeypatch.setattr("calculators.perf.accuracy._kv_limit", lambda *a: 4)
+    monkeypatch.setattr("calculators.perf.corpus_engine._kv_limit", lambda *a: 4)
     rows = comparable_rows(_frame({"ttft_median_ms": 900.0}, {"ttft_median_ms": 900.0, "engine": "sglang"}))
     p = predict(rows).set_index(["row_id", "metric"])["predicted"]
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
@@ -329,7 +327,7 @@ def test_a_vllm_closed_loop_beyond_its_kv_pool_waits_for_slots(monkeypatch):
 def test_a_vllm_static_batch_beyond_its_kv_pool_runs_in_waves(monkeypatch):
     # a batch of 10 prompts, a pool of 4 sequences: waves of 4, 4 and 2 (serving.static_batch_metrics); SGLang's
     # pool is not vLLM's, so its batch runs whole
-    monkeypatch.setattr("calculators.perf.accuracy._kv_limit", lambda *a: 4)
+    monkeypatch.setattr("calculators.perf.corpus_engine._kv_limit", lambda *a: 4)
     static = {"load_mode": "static_batch", "concurrency": None, "batch_size": 10, "ttft_median_ms": 900.0}
     rows = comparable_rows(_frame(static, static | {"engine": "sglang"}))
     p = predict(rows).set_index(["row_id", "metric"])["predicted"]
@@ -352,14 +350,14 @@ def test_a_tensorrt_llm_pool_is_its_share_of_the_memory_left_after_the_weights()
     assert stage.kv_bytes_per_token == 327_680
     free = gpu.memory_bytes - stage.weights_bytes - stage.activation.value - stage.non_torch.value
     blocks = int(0.9 * free) // (16 * 327_680)
-    import calculators.perf.accuracy as acc
+    import calculators.perf.corpus_engine as acc
     trt = acc._kv_limit(model.id, gpu.id, 1, 1, "fp8", "auto", 2_176, trtllm_pool=True)
     assert trt == blocks // 136
     assert trt > acc._kv_limit(model.id, gpu.id, 1, 1, "fp8", "auto", 2_176)
 
 
 def test_offline_ceiling_batch_is_the_fewest_of_kv_engine_and_prompts(monkeypatch):
-    import calculators.perf.accuracy as acc
+    import calculators.perf.corpus_engine as acc
     monkeypatch.setattr(acc, "_kv_limit", lambda *config: 300)              # the pool holds 300 sequences
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
     i, o = np.array([1000.0, 1000.0, 1000.0]), np.array([200.0, 200.0, 200.0])
@@ -372,7 +370,7 @@ def test_vllm_holds_sequences_at_their_mean_length_and_tensorrt_llm_at_their_ful
     """vLLM admits on the blocks a prompt needs now and preempts when a running sequence finds none, so a full
     pool of 64,000 tokens holds 64,000 // (1,000 + 200/2) = 58 sequences of 1,000 + 200 tokens in flight;
     TensorRT-LLM reserves 1,000 + 200 on admission: 64,000 // 1,200 = 53, and so many fit vLLM in lockstep."""
-    import calculators.perf.accuracy as acc
+    import calculators.perf.corpus_engine as acc
     assert acc.footprint_tokens("vllm-v1", np.array([1000.0, 512.0]), np.array([200.0, 255.0])).tolist() == [
         1100.0, 640.0]                                                                # 512 + 127.5, rounded up
     assert acc.footprint_tokens("trtllm", np.array([1000.0]), np.array([200.0])).tolist() == [1200.0]
@@ -560,8 +558,8 @@ def test_a_family_left_out_takes_the_reference_set_of_its_refit():
 def test_each_row_runs_its_engines_scheduler_limits(engine, version, gpu, stated, limits):
     """A vLLM V1 row runs with the token budget and the largest batch ``vllm serve`` of its release picks on its
     GPU; other engines with the budget they state (else 8,192 tokens) and their default largest batch."""
-    import calculators.perf.accuracy as acc
-    generation = acc.engine_generation(engine, version)
+    import calculators.perf.corpus_engine as acc
+    generation = engine_generation(engine, version)
     got = acc.scheduler_limits(engine, version, generation, "meta-llama/Llama-3.1-8B", gpu, stated)
     assert got == limits
 

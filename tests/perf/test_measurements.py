@@ -13,8 +13,8 @@ import pytest
 from calculators.memory.kv_cache import kv_bytes_per_sequence
 from calculators.memory.weights import weight_bytes_per_stage
 from calculators.perf import measurements as meas
-from calculators.perf.accuracy import comparable_rows
 from calculators.perf.coefficients import engine_generation
+from calculators.perf.comparable import comparable_rows
 from calculators.perf.measurements import (
     GPUS,
     HELD_OUT,
