@@ -2,7 +2,7 @@
 
 The method (docs/performance-model.md §11), on the rows :mod:`calculators.perf.comparable` keeps:
 
-2. **Predictions** (:func:`predict`): one :class:`~calculators.perf.roofline.Roofline` per distinct
+1. **Predictions** (:func:`predict`): one :class:`~calculators.perf.roofline.Roofline` per distinct
    (model, GPU, tp, pp, quantization, KV dtype, engine generation) with the shipped fitted coefficients of
    its GPU family and engine (``performance_fit.toml``, :mod:`calculators.perf.coefficients`), then
    the serving module's metrics over all of that configuration's rows at once, each at its load (closed loop
@@ -16,19 +16,19 @@ The method (docs/performance-model.md §11), on the rows :mod:`calculators.perf.
    stated lengths) the total tokens/s × O/(I+O) ÷ ``gpu_count``. The key used
    is kept in ``measured_key``. A static batch's TTFT is the prefill of all its prompts together. A closed-loop
    run that states its prompts and length draw is charged its drain: its throughput is the steady state's times
-   the share of its wall time its slots were busy (:func:`_busy_shares`).
-3. **Errors**: signed relative error ``predicted / measured − 1`` (a fraction; −0.25 = 25 % low) and the
+   the share of its wall time its slots were busy (:func:`~calculators.perf.comparable._busy_shares`).
+2. **Errors**: signed relative error ``predicted / measured − 1`` (a fraction; −0.25 = 25 % low) and the
    log-ratio ``ln(measured / predicted)``. :func:`error_table` summarises them per metric × GPU family ×
    source: n, median |error|, median signed error (the bias) and p90 |error|, with ``"all"`` rows;
    :func:`per_source_view` counts each source once (the median over sources of each source's median).
-4. **Leave one source out** (:func:`leave_one_source_out`): each source S is predicted by the coefficients
+3. **Leave one source out** (:func:`leave_one_source_out`): each source S is predicted by the coefficients
    refitted on every *other* source (``benchmarks/fit_performance.py`` stores one profile per left-out source
    beside the shipped one); S's rows never shape the numbers that predict S. For a caller's own efficiencies
    (nothing to refit) a multiplicative correction ``exp(c)`` is fitted on the other sources instead: ``c`` =
    median log-ratio of their rows of the same (GPU family, engine), else of the same GPU family, else of all.
    The held-out log-ratios give the 10 % and 90 % quantiles of an 80 % band ``corrected × [e^q10, e^q90]``;
    its coverage is measured on each source with quantiles from the other sources' held-out residuals.
-5. **Leave one GPU family out** (:func:`family_holdout_table`; ``loso_rows(..., by="gpu_family")``): each family's
+4. **Leave one GPU family out** (:func:`family_holdout_table`; ``loso_rows(..., by="gpu_family")``): each family's
    rows predicted by the coefficients refitted without that family (``benchmarks/family_holdout.py --write``
    stores them), which have no entry for it, so its GPUs take the reference set — how a GPU of a family without
    runs (T4, MI250X, Gaudi, TPU) is priced. Its residuals give the bands such a GPU is shown with.
@@ -51,7 +51,7 @@ from calculators.perf.coefficients import (
     load_fit,
 )
 from calculators.perf.comparable import ROW_COLUMNS, Screened, screen
-from calculators.perf.corpus_engine import _roofline, ceiling_batch
+from calculators.perf.corpus_engine import ceiling_batch, row_roofline
 from calculators.perf.measurements import GPUS
 from calculators.perf.roofline import Efficiencies, Roofline, model_compute_dtype
 from calculators.specs.catalog import get_gpu, get_model, load_gpus
@@ -154,7 +154,7 @@ def _predict_config(rows: pd.DataFrame, efficiencies: Efficiencies, profile: Pro
     first = rows.iloc[0]
     quant = None if pd.isna(first["quantization"]) else str(first["quantization"])
     engine = str(first["engine_generation"])
-    pm = _roofline(str(first["model_id"]), str(first["catalog_gpu"]), int(first["tp"]), int(first["pp"]), quant,
+    pm = row_roofline(str(first["model_id"]), str(first["catalog_gpu"]), int(first["tp"]), int(first["pp"]), quant,
                    str(first["kv_dtype"]), efficiencies, engine, profile,
                    (int(first["max_num_batched_tokens"]), int(first["scheduler_recv_interval"])),
                    bool(first["dp_attention"]))

@@ -1,31 +1,29 @@
 """Which rows of the public measurement corpus the product can state, and at which load.
 
-The method (docs/performance-model.md §11); the predictions and their scores are
-:mod:`calculators.perf.accuracy`'s.
+The method (docs/performance-model.md §11; the predictions and their scores are :mod:`calculators.perf.accuracy`'s):
+:func:`screen` and :func:`comparable_rows` keep a corpus row when the product can
+state the same run: a load it models (below), neither prefill/decode disaggregated nor speculative decoding,
+nor a workload whose prompts share a cached prefix, a model in the catalog (its id or alias, else the
+checkpoint it re-quantises), a GPU with a catalog id, ``tp``, ``pp``, ``input_len`` and ``output_len``
+stated (compared at the lengths the run served, :func:`_served_lengths`; attention data-parallel across the
+tensor-parallel GPUs where the row says so, :func:`dp_attention`), a weight precision that maps to a
+product format, a KV-cache dtype the product knows, one replica of ``tp × pp`` GPUs (or replicas, below), at
+least one metric the load can state, and a configuration the roofline accepts (for a ceiling or an open-loop run,
+with a KV pool). Every other row goes to the ``skipped`` table with the first reason that applies.
+The loads and what each can state:
 
-1. **Comparable rows** (:func:`screen`, :func:`comparable_rows`). A corpus row is kept when the product can
-   state the same run: a load it models (below), neither prefill/decode disaggregated nor speculative decoding,
-   nor a workload whose prompts share a cached prefix, a model in the catalog (its id or alias, else the
-   checkpoint it re-quantises), a GPU with a catalog id, ``tp``, ``pp``, ``input_len`` and ``output_len``
-   stated (compared at the lengths the run served, :func:`_served_lengths`; attention data-parallel across the
-   tensor-parallel GPUs where the row says so, :func:`dp_attention`), a weight precision that maps to a
-   product format, a KV-cache dtype the product knows, one replica of ``tp × pp`` GPUs (or replicas, below), at
-   least one metric the load can state, and a configuration the roofline accepts (for a ceiling or an open-loop run,
-   with a KV pool). Every other row goes to the ``skipped`` table with the first reason that applies.
-   The loads and what each can state:
-
-   - ``concurrency`` (closed loop, ``N`` requests in flight) and ``static_batch`` (``B`` prompts at once):
-     TPOT, TTFT and throughput. An ``offline_max`` run whose ``batch_size`` equals its ``num_prompts`` (all
-     prompts sent at once, e.g. dstack's) is such a static batch.
-   - ``request_rate`` (open loop, Poisson arrivals at ``λ``): TPOT always; TTFT only when the run kept up
-     (served ≥ :data:`SATURATED` of the offered requests/s — else its TTFT is a queue over a finite run);
-     throughput only when it did not (then it is the replica's capacity; else it is ``λ·O``, which says
-     nothing of the engine).
-   - ``offline_max`` (a throughput ceiling): throughput only, at :func:`ceiling_batch` requests in flight
-     (the fewest of what the KV pool holds, the engine's default largest batch and the prompts sent).
-   - **Replicas**: a closed-loop row on ``gpu_count`` = k × tp × pp GPUs is one replica at its concurrency
-     when its own figures say each replica ran it (:func:`replicated`, Little's law); else it is skipped
-     (the corpus does not say how the load was spread).
+- ``concurrency`` (closed loop, ``N`` requests in flight) and ``static_batch`` (``B`` prompts at once):
+  TPOT, TTFT and throughput. An ``offline_max`` run whose ``batch_size`` equals its ``num_prompts`` (all
+  prompts sent at once, e.g. dstack's) is such a static batch.
+- ``request_rate`` (open loop, Poisson arrivals at ``λ``): TPOT always; TTFT only when the run kept up
+  (served ≥ :data:`SATURATED` of the offered requests/s — else its TTFT is a queue over a finite run);
+  throughput only when it did not (then it is the replica's capacity; else it is ``λ·O``, which says
+  nothing of the engine).
+- ``offline_max`` (a throughput ceiling): throughput only, at :func:`ceiling_batch` requests in flight
+  (the fewest of what the KV pool holds, the engine's default largest batch and the prompts sent).
+- **Replicas**: a closed-loop row on ``gpu_count`` = k × tp × pp GPUs is one replica at its concurrency
+  when its own figures say each replica ran it (:func:`replicated`, Little's law); else it is skipped
+  (the corpus does not say how the load was spread).
 
 Pure: pandas and NumPy, no Streamlit or plotly. Units: seconds and tokens/s per GPU inside.
 """
@@ -44,7 +42,7 @@ from calculators.perf.benchmark_drain import busy_share
 from calculators.perf.coefficients import (
     engine_generation,
 )
-from calculators.perf.corpus_engine import _roofline, ceiling_batch, scheduler_limits
+from calculators.perf.corpus_engine import ceiling_batch, row_roofline, scheduler_limits
 from calculators.perf.measurements import GPUS, measurements_frame
 from calculators.perf.roofline import Efficiencies
 from calculators.specs.catalog import get_gpu, get_model, load_models
@@ -175,7 +173,7 @@ def _configure(model_id: str, gpu_id: str, tp: int, pp: int, precision: str, kv:
     model, gpu = get_model(model_id), get_gpu(gpu_id)
     quant, kv_dtype = quantization_for(precision, model, gpu), kv_dtype_for(kv)
     try:
-        pm = _roofline(model_id, gpu_id, tp, pp, quant, kv_dtype, Efficiencies(), dp_attention=dp_attention)
+        pm = row_roofline(model_id, gpu_id, tp, pp, quant, kv_dtype, Efficiencies(), dp_attention=dp_attention)
     except InvalidInputError as exc:
         raise _SkipError("the roofline refuses the configuration", str(exc)) from None
     if needs_kv and ceiling_batch(pm, "sglang", np.array([1.0]), np.array([1.0]), np.array([np.inf]))[0] < 2:

@@ -38,7 +38,7 @@ https://github.com/NVIDIA/TensorRT-LLM/blob/00f37686aa854010d68bcbd0f4ab00022154
 not vLLM's share of the whole memory less them."""
 
 
-def _roofline(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
+def row_roofline(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
               efficiencies: Efficiencies, engine: str = DEFAULT_ENGINE, profile: Profile | None = None,
               settings: tuple[int, int] = (DEFAULT_MAX_NUM_BATCHED_TOKENS, 1), dp_attention: bool = False) -> Roofline:
     """One roofline per configuration: the given efficiencies, or (default ones) the fitted set of ``profile``
@@ -73,7 +73,7 @@ def scheduler_limits(engine: str, version: object, generation: str, model_id: ob
 
 
 @lru_cache(maxsize=4096)
-def _kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
+def kv_limit(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
               context_tokens: int, trtllm_pool: bool = False, dp_attention: bool = False) -> int:
     """Sequences of ``context_tokens`` tokens the KV pool of one replica holds: vLLM's accounting (its share of
     the whole memory less weights, activations and the rest), or with ``trtllm_pool`` TensorRT-LLM's,
@@ -110,16 +110,16 @@ def ceiling_batch(pm: Roofline, engine: str, input_len: np.ndarray, output_len: 
                   num_prompts: np.ndarray, max_num_seqs: float = np.inf,
                   lockstep: np.ndarray | bool = False) -> np.ndarray:
     """The batch [sequences] an engine runs for a throughput ceiling: the fewest of the sequences the KV pool
-    holds (:func:`_kv_limit`: vLLM's accounting, TensorRT-LLM's own; sequences of :func:`footprint_tokens`), the
+    holds (:func:`kv_limit`: vLLM's accounting, TensorRT-LLM's own; sequences of :func:`footprint_tokens`), the
     engine's largest batch ``max_num_seqs`` (:func:`scheduler_limits`; none for SGLang and ATOM) and the prompts
     the run sends; at least 1. ``lockstep``: the runs whose requests all grow together."""
     config = (pm.model.id, pm.gpu.id, int(np.ravel(pm.tensor_parallel_size)[0]), pm.pipeline_parallel_size,
               pm.quantization, pm.kv_cache_dtype)
     trtllm_pool = engine.startswith("trtllm")
     footprint = footprint_tokens(engine, input_len, output_len, lockstep)
-    kv = np.array([_kv_limit(*config, int(c), trtllm_pool, pm.enable_dp_attention) for c in footprint], dtype=float)
+    kv = np.array([kv_limit(*config, int(c), trtllm_pool, pm.enable_dp_attention) for c in footprint], dtype=float)
     return np.maximum(np.fmin(np.minimum(kv, max_num_seqs), num_prompts), 1.0)
 
 
-__all__ = ["ENGINE_MAX_BATCH", "TRTLLM_FREE_GPU_MEMORY_FRACTION", "ceiling_batch", "footprint_tokens",
-           "scheduler_limits"]
+__all__ = ["ENGINE_MAX_BATCH", "TRTLLM_FREE_GPU_MEMORY_FRACTION", "ceiling_batch", "footprint_tokens", "kv_limit",
+           "row_roofline", "scheduler_limits"]

@@ -1,5 +1,5 @@
-"""The accuracy harness: its error arithmetic against hand-worked numbers, the screening of hand-made rows,
-a leave-one-source-out fit that never looks at the held-out source, and the real corpus end to end (no
+"""The accuracy harness: its error arithmetic against hand-worked numbers, hand-made rows predicted at their
+load, a leave-one-source-out fit that never looks at the held-out source, and the real corpus end to end (no
 accuracy thresholds are asserted: the harness reports them, it does not pass or fail on them)."""
 from __future__ import annotations
 
@@ -25,25 +25,14 @@ from calculators.perf.accuracy import (
 )
 from calculators.perf.bands import fit_band
 from calculators.perf.benchmark_drain import busy_share
-from calculators.perf.coefficients import engine_generation, load_fit
-from calculators.perf.comparable import comparable_rows, dp_attention, screen
+from calculators.perf.coefficients import load_fit
+from calculators.perf.comparable import comparable_rows, screen
 from calculators.perf.measurements import load_measurements
 from calculators.perf.roofline import Roofline
 from calculators.perf.serving import serving_metrics, static_batch_metrics
 from calculators.report.accuracy_text import skipped_lines, target_lines
 from calculators.specs.catalog import get_gpu, get_model
-from calculators.vllm.capacity import vllm_capacity
-
-BASE = {"source_id": "a", "engine": "vllm", "gpu": "H100 SXM 80GB", "gpu_count": 1, "model": "meta-llama/Llama-3.1-8B",
-        "precision": "bf16", "kv_cache_dtype": None, "tp": 1, "pp": 1, "ep": None, "dp": None, "input_len": 1000,
-        "output_len": 200, "load_mode": "concurrency", "concurrency": 16, "request_rate": None, "batch_size": None,
-        "disaggregated": False, "spec_decoding": None, "tpot_median_ms": 20.0}
-
-
-def _frame(*rows: dict) -> pd.DataFrame:
-    """Hand-made rows shaped like ``measurements_frame()`` (fields, then one column per metric key)."""
-    return pd.DataFrame([BASE | r for r in rows])
-
+from tests.perf.corpus_rows import hand_rows
 
 # ---------------------------------------------------------------- error arithmetic, worked by hand
 
@@ -89,134 +78,13 @@ def test_residual_band_is_the_shipped_band_mechanism():
     assert band["low_factor"] == 1.0  # every residual ≥ 0: the estimate itself is the low edge
 
 
-# ---------------------------------------------------------------- screening hand-made rows
-
-def test_screen_keeps_what_it_can_predict_and_says_why_not_otherwise():
-    frame = _frame(
-        {},                                                                          # 0 comparable
-        {"load_mode": "offline_max", "concurrency": None},                           # 1 TPOT only: not stated
-        {"load_mode": "request_rate", "concurrency": None, "request_rate": 2.0},     # 2 open loop: TPOT compared
-        {"disaggregated": True},                                                     # 3
-        {"spec_decoding": "mtp"},                                                    # 4
-        {"model": "MiniMaxAI/MiniMax-M2.5"},                                         # 5
-        {"gpu": "H100 80GB"},                                                        # 6 no catalog id
-        {"output_len": None},                                                        # 7
-        {"precision": "int4"},                                                       # 8 scheme not stated
-        {"model": "nvidia/Llama-3.1-8B-Instruct-FP8", "precision": "fp8"},           # 9 re-quantised checkpoint
-        {"gpu_count": 8},                                                            # 10 8 GPUs for TP1
-    )
-    s = screen(frame)
-    assert sorted(s.rows["row_id"]) == [0, 2, 9]
-    reasons = dict(zip(s.skipped["row_id"], s.skipped["reason"], strict=True))
-    assert reasons[1] == "no TPOT, TTFT or output-throughput metric"      # a ceiling states its throughput only
-    assert "disaggregated" in reasons[3] and "speculative" in reasons[4]
-    assert reasons[5] == "model not in the catalog" and reasons[6] == "GPU has no catalog id"
-    assert "output_len" in reasons[7] and "precision" in reasons[8] and "tp × pp" in reasons[10]
-    fp8 = s.rows.set_index("row_id").loc[9]
-    assert (fp8["model_id"], fp8["quantization"]) == ("meta-llama/Llama-3.1-8B", "fp8")
-
-
-def test_measured_values_fall_back_in_the_stated_order():
-    rows = comparable_rows(_frame(
-        {"tpot_median_ms": None, "itl_median_ms": 25.0, "tpot_mean_ms": 99.0, "output_tok_s": 1000.0,
-         "model": "meta-llama/Llama-3.1-70B", "tp": 4, "gpu_count": 4},
-        {"tpot_median_ms": None, "itl_median_ms": None, "tpot_mean_ms": 30.0, "output_tok_s_per_gpu": 300.0,
-         "output_tok_s": 9999.0, "ttft_median_ms": None, "ttft_mean_ms": 400.0,
-         "load_mode": "static_batch", "batch_size": 16, "concurrency": None},   # a closed loop's mean TTFT: below
-    )).set_index("row_id")
-    assert (rows.loc[0, "measured_tpot_s"], rows.loc[0, "tpot_key"]) == (pytest.approx(0.025), "itl_median_ms")
-    assert rows.loc[0, "measured_throughput"] == pytest.approx(250.0)      # 1000 tokens/s ÷ 4 GPUs
-    assert rows.loc[0, "throughput_key"] == "output_tok_s / gpu_count"
-    assert (rows.loc[1, "measured_tpot_s"], rows.loc[1, "tpot_key"]) == (pytest.approx(0.030), "tpot_mean_ms")
-    assert (rows.loc[1, "measured_throughput"], rows.loc[1, "throughput_key"]) == (300.0, "output_tok_s_per_gpu")
-    assert (rows.loc[1, "measured_ttft_s"], rows.loc[1, "ttft_key"]) == (pytest.approx(0.4), "ttft_mean_ms")
-
-
-def test_a_closed_loop_of_two_waves_compares_no_ttft():
-    """128 prompts at 64 in flight: the first 64 arrive at once, so the median request waits in that burst's
-    prefill queue; 640 prompts (ten waves) state a steady state. TPOT and throughput are compared either way."""
-    rows = comparable_rows(_frame({"num_prompts": 128, "concurrency": 64, "ttft_median_ms": 9000.0},
-                                  {"num_prompts": 640, "concurrency": 64, "ttft_median_ms": 900.0})).set_index("row_id")
-    assert np.isnan(rows.loc[0, "measured_ttft_s"]) and rows.loc[1, "measured_ttft_s"] == pytest.approx(0.9)
-    assert rows["measured_tpot_s"].notna().all()
-
-
-def test_a_closed_loop_compares_a_median_ttft_not_a_mean():
-    """2,560 prompts at 256 in flight: the first 256 arrive at once and wait for one another's prefill, which a
-    mean over the run carries and a median does not; a static batch's mean TTFT is its batch's, compared."""
-    rows = comparable_rows(_frame(
-        {"num_prompts": 2560, "concurrency": 256, "ttft_median_ms": None, "ttft_mean_ms": 3490.0},
-        {"num_prompts": 2560, "concurrency": 256, "ttft_median_ms": 480.0, "ttft_mean_ms": 3490.0},
-        {"load_mode": "static_batch", "batch_size": 8, "concurrency": None, "ttft_mean_ms": 300.0},
-    )).set_index("row_id")
-    assert np.isnan(rows.loc[0, "measured_ttft_s"]) and rows.loc[0, "measured_tpot_s"] == pytest.approx(0.020)
-    assert (rows.loc[1, "measured_ttft_s"], rows.loc[1, "ttft_key"]) == (pytest.approx(0.48), "ttft_median_ms")
-    assert (rows.loc[2, "measured_ttft_s"], rows.loc[2, "ttft_key"]) == (pytest.approx(0.3), "ttft_mean_ms")
-
-
-def test_a_shared_prefix_workload_is_skipped_with_its_reason():
-    """Prompts that share a cached prefix prefill only their suffix: the model, without prefix caching, would
-    cost the whole prompt, so such a run is not compared."""
-    screened = screen(_frame({"shared_prefix": True}, {}))
-    assert len(screened.rows) == 1
-    assert screened.skipped["reason"].tolist() == ["shared-prefix workload (prefix caching not modelled)"]
-
-
-def test_attention_data_parallel_inside_the_tp_group_is_compared_as_such_and_replicas_are_not():
-    """SGLang's ``--tp 8 --dp 8 --enable-dp-attention`` on 8 GPUs runs attention data-parallel: compared with the
-    roofline's ``enable_dp_attention``; ``--tp 4`` with 2 data-parallel replicas on 8 GPUs is two replicas, and
-    ``dp`` 2 beside TP 1 is two copies of the model: neither is DP attention."""
-    moe = {"model": "deepseek-ai/DeepSeek-V2-Lite"}
-    frame = _frame(moe | {"tp": 8, "dp": 8, "gpu_count": 8}, {"tp": 4, "dp": 2, "gpu_count": 8}, {"tp": 1, "dp": 2},
-                   moe | {"dp": None})
-    assert dp_attention(frame).tolist() == [True, False, False, False]
-    screened = screen(frame.iloc[[0, 3]])
-    assert screened.skipped.empty
-    assert screened.rows["dp_attention"].tolist() == [True, False]
-
-
-def test_tensorrt_llm_attention_dp_ttft_is_not_compared_but_sglang_s_is():
-    """TensorRT-LLM's attention-DP balancer holds a new prompt until every rank has one (up to
-    ``timeout_iters`` steps), a wait the model does not state: such a row keeps its TPOT and drops its TTFT;
-    SGLang's DP attention has no such wait, and TensorRT-LLM without DP attention keeps its TTFT."""
-    dp = {"model": "deepseek-ai/DeepSeek-V2-Lite", "tp": 8, "dp": 8, "gpu_count": 8, "num_prompts": 160,
-          "ttft_median_ms": 900.0}
-    rows = comparable_rows(_frame(dp | {"engine": "trtllm"}, dp | {"engine": "sglang"},
-                                  dp | {"engine": "trtllm", "dp": None}))
-    assert len(rows) == 3 and rows["measured_tpot_s"].tolist() == pytest.approx([0.020] * 3)
-    assert np.isnan(rows.loc[0, "measured_ttft_s"])
-    assert rows.loc[1:, "measured_ttft_s"].tolist() == pytest.approx([0.9, 0.9])
-
-
-def test_the_lengths_compared_are_those_the_run_served():
-    """A random dataset drawn below its stated lengths: 10 requests of stated 1,000 / 1,000 tokens served 6,100
-    prompt and 4,210 output tokens, so the run is compared at 610 / 421; without totals the stated lengths stand,
-    a printed mean output length is used where the totals are missing, and the prompts sent where the requests
-    completed are not printed. A client that drew each length uniformly from ⌊0.8·L⌋ to L served on average
-    (819 + 1,024) / 2 = 921.5 of a stated 1,024 tokens and (6,553 + 8,192) / 2 = 7,372.5 of 8,192 (rounded half
-    to even: 922 and 7,372); its totals, where printed, win."""
-    rows = comparable_rows(_frame(
-        {"completed_requests": 10.0, "total_input_tokens": 6100.0, "total_output_tokens": 4210.0,
-         "input_len": 1000, "output_len": 1000},
-        {"input_len": 1000, "output_len": 1000},
-        {"output_len_mean_tokens": 887.6, "input_len": 128, "output_len": 1024},
-        {"num_prompts": 80, "total_input_tokens": 39668.0, "total_output_tokens": 40725.0},
-        {"lengths_uniform_from": 0.8, "input_len": 1024, "output_len": 8192},
-        {"lengths_uniform_from": 0.8, "num_prompts": 80, "total_input_tokens": 39668.0,
-         "total_output_tokens": 40725.0},
-    )).set_index("row_id")
-    assert rows.loc[0, ["input_len", "output_len"]].tolist() == [610, 421]
-    assert rows.loc[1, ["input_len", "output_len"]].tolist() == [1000, 1000]
-    assert rows.loc[2, ["input_len", "output_len"]].tolist() == [128, 888]
-    assert rows.loc[3, ["input_len", "output_len"]].tolist() == [496, 509]    # no count completed: prompts sent
-    assert rows.loc[4, ["input_len", "output_len"]].tolist() == [922, 7372]
-    assert rows.loc[5, ["input_len", "output_len"]].tolist() == [496, 509]
+# ---------------------------------------------------------------- hand-made rows predicted at their load
 
 
 def test_predict_compares_like_with_like():
-    frame = _frame({"ttft_median_ms": 80.0},
-                   {"load_mode": "static_batch", "concurrency": None, "batch_size": 8, "tpot_median_ms": None,
-                    "ttft_ms": 500.0})
+    frame = hand_rows({"ttft_median_ms": 80.0},
+                      {"load_mode": "static_batch", "concurrency": None, "batch_size": 8, "tpot_median_ms": None,
+                       "ttft_ms": 500.0})
     pred = predict(comparable_rows(frame)).set_index(["row_id", "metric"])
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
     assert pred.loc[(1, "ttft"), "predicted"] == pytest.approx(float(r.prefill_time_s(1000, 8)))  # all 8 prompts
@@ -230,8 +98,8 @@ def test_predict_compares_like_with_like():
 def test_a_row_is_predicted_with_the_engine_settings_it_ran_with():
     """A row that states its engine's token budget and recv interval is predicted by a roofline with those
     settings; a row that states neither, by the defaults (8,192 tokens, every step)."""
-    frame = _frame({"ttft_median_ms": 80.0}, {"ttft_median_ms": 80.0, "max_num_batched_tokens": 2048,
-                                              "scheduler_recv_interval": 30})
+    frame = hand_rows({"ttft_median_ms": 80.0}, {"ttft_median_ms": 80.0, "max_num_batched_tokens": 2048,
+                                                 "scheduler_recv_interval": 30})
     pred = predict(comparable_rows(frame)).set_index(["row_id", "metric"])
     for row, settings in ((0, {}), (1, {"max_num_batched_tokens": 2048, "scheduler_recv_interval": 30})):
         r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), engine="vllm-v1", **settings)
@@ -244,8 +112,8 @@ def test_open_loop_rows_compare_what_the_load_can_state():
     # offered 4 req/s; served 3.7 (< 0.95 × 4 = 3.8: saturated) or 3.9 (not); unknown: neither TTFT nor throughput
     rate = {"load_mode": "request_rate", "concurrency": None, "request_rate": 4.0, "ttft_median_ms": 90.0,
             "output_tok_s": 700.0}
-    rows = comparable_rows(_frame(rate | {"request_throughput_req_s": 3.7}, rate | {"request_throughput_req_s": 3.9},
-                                  rate | {"output_tok_s": None})).set_index("row_id")
+    rows = comparable_rows(hand_rows(rate | {"request_throughput_req_s": 3.7}, rate | {"request_throughput_req_s": 3.9},
+                                     rate | {"output_tok_s": None})).set_index("row_id")
     assert rows.loc[0, "measured_throughput"] == 700.0 and math.isnan(rows.loc[0, "measured_ttft_s"])
     assert rows.loc[1, "measured_ttft_s"] == pytest.approx(0.090) and math.isnan(rows.loc[1, "measured_throughput"])
     assert math.isnan(rows.loc[2, "measured_ttft_s"]) and math.isnan(rows.loc[2, "measured_throughput"])
@@ -255,9 +123,9 @@ def test_open_loop_rows_compare_what_the_load_can_state():
 def test_an_open_loop_under_a_client_cap_runs_at_most_that_many(monkeypatch):
     # 200 req/s offered with --max-concurrency 8: far beyond what 8 in flight serve, so the engine runs a closed
     # loop of 8 (the client holds the rest); without a client cap it runs the 256 its pool admits
-    monkeypatch.setattr("calculators.perf.corpus_engine._kv_limit", lambda *a: 256)
+    monkeypatch.setattr("calculators.perf.corpus_engine.kv_limit", lambda *a: 256)
     rate = {"load_mode": "request_rate", "request_rate": 200.0, "request_throughput_req_s": 4.0}
-    p = predict(comparable_rows(_frame(rate | {"concurrency": 8}, rate | {"concurrency": None})))
+    p = predict(comparable_rows(hand_rows(rate | {"concurrency": 8}, rate | {"concurrency": None})))
     batch = p[p["metric"] == "tpot"].set_index("row_id")["predicted_batch"]
     assert batch.tolist() == pytest.approx([8.0, 256.0])
 
@@ -266,18 +134,18 @@ def test_an_open_loop_runs_at_most_its_own_pool_and_the_prompts_it_sends(monkeyp
     """One server, two overloaded runs: the pool holds 20 sequences of 30,100 tokens and 200 of 3,000 (a stand-in
     for vLLM's accounting), so the short run is not held to the long one's 20; a run of 50 prompts has at most 50
     in flight however fast they arrive."""
-    monkeypatch.setattr("calculators.perf.corpus_engine._kv_limit", lambda *a: 20 if a[6] > 10_000 else 200)
+    monkeypatch.setattr("calculators.perf.corpus_engine.kv_limit", lambda *a: 20 if a[6] > 10_000 else 200)
     rate = {"load_mode": "request_rate", "request_rate": 200.0, "request_throughput_req_s": 4.0, "concurrency": None}
-    p = predict(comparable_rows(_frame(rate | {"input_len": 30_000, "output_len": 100},
-                                       rate | {"input_len": 1_000, "output_len": 2_000},
-                                       rate | {"input_len": 1_000, "output_len": 2_000, "num_prompts": 50})))
+    p = predict(comparable_rows(hand_rows(rate | {"input_len": 30_000, "output_len": 100},
+                                          rate | {"input_len": 1_000, "output_len": 2_000},
+                                          rate | {"input_len": 1_000, "output_len": 2_000, "num_prompts": 50})))
     batch = p[p["metric"] == "tpot"].set_index("row_id")["predicted_batch"]
     assert batch.tolist() == pytest.approx([20.0, 200.0, 50.0])
 
 
 def test_a_median_itl_is_compared_with_the_median_step():
     # the same closed loop measured as median TPOT (over requests) and as median ITL (over every gap)
-    rows = comparable_rows(_frame({}, {"tpot_median_ms": None, "itl_median_ms": 20.0}))
+    rows = comparable_rows(hand_rows({}, {"tpot_median_ms": None, "itl_median_ms": 20.0}))
     p = predict(rows)
     p = p[p["metric"] == "tpot"].set_index("row_id")["predicted"]
     m = serving_metrics(Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM")), 16, 1000, 200)
@@ -288,8 +156,8 @@ def test_a_median_itl_is_compared_with_the_median_step():
 
 def test_a_mean_itl_is_preferred_to_the_median_and_compared_with_tpot():
     # Runpod's vLLM bench at 80 req/s under a cap of 256: mean ITL 27.75 ms, median 18.91 ms (bunched prompts)
-    rows = comparable_rows(_frame({"tpot_median_ms": None, "itl_mean_ms": 27.75, "itl_median_ms": 18.91},
-                                  {"tpot_median_ms": None, "itl_median_ms": 18.91}))
+    rows = comparable_rows(hand_rows({"tpot_median_ms": None, "itl_mean_ms": 27.75, "itl_median_ms": 18.91},
+                                     {"tpot_median_ms": None, "itl_median_ms": 18.91}))
     assert rows.set_index("row_id")["tpot_key"].tolist() == ["itl_mean_ms", "itl_median_ms"]
     p = predict(rows)
     p = p[p["metric"] == "tpot"].set_index("row_id")
@@ -299,20 +167,11 @@ def test_a_mean_itl_is_preferred_to_the_median_and_compared_with_tpot():
     assert p.loc[1, "predicted"] == pytest.approx(float(m["itl_median_s"]), rel=1e-9)  # the median step
 
 
-def test_a_closed_loop_in_lockstep_compares_no_ttft():
-    # every request the same lengths: they start and finish in waves, each TTFT waiting for its wave's prefill
-    loop = {"ttft_median_ms": 900.0, "output_tok_s": 500.0}
-    rows = comparable_rows(_frame(loop | {"lockstep": True}, loop)).set_index("row_id")
-    assert math.isnan(rows.loc[0, "measured_ttft_s"]) and rows.loc[1, "measured_ttft_s"] == pytest.approx(0.9)
-    assert rows["measured_tpot_s"].tolist() == pytest.approx([0.020] * 2)
-    assert rows["measured_throughput"].tolist() == pytest.approx([500.0] * 2)
-
-
 def test_a_vllm_closed_loop_beyond_its_kv_pool_waits_for_slots(monkeypatch):
     # 16 in flight, a pool of 4 sequences: each waits 16 (R − r)/4 − R before its first token (R: the closed loop
     # of 4's cycle, r: the request overhead, which holds no slot)
-    monkeypatch.setattr("calculators.perf.corpus_engine._kv_limit", lambda *a: 4)
-    rows = comparable_rows(_frame({"ttft_median_ms": 900.0}, {"ttft_median_ms": 900.0, "engine": "sglang"}))
+    monkeypatch.setattr("calculators.perf.corpus_engine.kv_limit", lambda *a: 4)
+    rows = comparable_rows(hand_rows({"ttft_median_ms": 900.0}, {"ttft_median_ms": 900.0, "engine": "sglang"}))
     p = predict(rows).set_index(["row_id", "metric"])["predicted"]
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
     four = serving_metrics(r, 4, 1000, 200)
@@ -327,9 +186,9 @@ def test_a_vllm_closed_loop_beyond_its_kv_pool_waits_for_slots(monkeypatch):
 def test_a_vllm_static_batch_beyond_its_kv_pool_runs_in_waves(monkeypatch):
     # a batch of 10 prompts, a pool of 4 sequences: waves of 4, 4 and 2 (serving.static_batch_metrics); SGLang's
     # pool is not vLLM's, so its batch runs whole
-    monkeypatch.setattr("calculators.perf.corpus_engine._kv_limit", lambda *a: 4)
+    monkeypatch.setattr("calculators.perf.corpus_engine.kv_limit", lambda *a: 4)
     static = {"load_mode": "static_batch", "concurrency": None, "batch_size": 10, "ttft_median_ms": 900.0}
-    rows = comparable_rows(_frame(static, static | {"engine": "sglang"}))
+    rows = comparable_rows(hand_rows(static, static | {"engine": "sglang"}))
     p = predict(rows).set_index(["row_id", "metric"])["predicted"]
     r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
     waves = static_batch_metrics(r, 10, 1000, 200, max_running=4)
@@ -338,71 +197,6 @@ def test_a_vllm_static_batch_beyond_its_kv_pool_runs_in_waves(monkeypatch):
     whole = static_batch_metrics(Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"), engine="sglang"),
                                  10, 1000, 200)
     assert p[(1, "ttft")] == pytest.approx(float(whole["ttft_s"]), rel=1e-9)
-
-
-def test_a_tensorrt_llm_pool_is_its_share_of_the_memory_left_after_the_weights():
-    # TensorRT-LLM keeps kv_cache_free_gpu_mem_fraction (0.9) of the memory its weights, activations and runtime
-    # leave; vLLM keeps gpu_memory_utilization (0.9) of the whole memory less them. Llama-3.3-70B with a 16-bit
-    # cache keeps 2 · 80 layers · 8 heads · 128 · 2 B = 327,680 B a token, 16-token blocks of 5,242,880 B, and a
-    # sequence of 128 + 2,048 tokens takes 136 of them.
-    model, gpu = get_model("meta-llama/Llama-3.3-70B-Instruct"), get_gpu("H200-SXM")
-    stage = vllm_capacity(model, gpu=gpu, quantization="fp8", max_model_len=2_176).binding
-    assert stage.kv_bytes_per_token == 327_680
-    free = gpu.memory_bytes - stage.weights_bytes - stage.activation.value - stage.non_torch.value
-    blocks = int(0.9 * free) // (16 * 327_680)
-    import calculators.perf.corpus_engine as acc
-    trt = acc._kv_limit(model.id, gpu.id, 1, 1, "fp8", "auto", 2_176, trtllm_pool=True)
-    assert trt == blocks // 136
-    assert trt > acc._kv_limit(model.id, gpu.id, 1, 1, "fp8", "auto", 2_176)
-
-
-def test_offline_ceiling_batch_is_the_fewest_of_kv_engine_and_prompts(monkeypatch):
-    import calculators.perf.corpus_engine as acc
-    monkeypatch.setattr(acc, "_kv_limit", lambda *config: 300)              # the pool holds 300 sequences
-    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
-    i, o = np.array([1000.0, 1000.0, 1000.0]), np.array([200.0, 200.0, 200.0])
-    assert acc.ceiling_batch(r, "vllm-v0", i, o, np.array([1000.0, 100.0, np.nan]), 256).tolist() == [256, 100, 256]
-    assert acc.ceiling_batch(r, "trtllm", i, o, np.array([1000.0, 100.0, np.nan]), 2048).tolist() == [300, 100, 300]
-    assert acc.ceiling_batch(r, "sglang", i, o, np.array([5000.0, 0.5, np.nan])).tolist() == [300, 1, 300]
-
-
-def test_vllm_holds_sequences_at_their_mean_length_and_tensorrt_llm_at_their_full_length(monkeypatch):
-    """vLLM admits on the blocks a prompt needs now and preempts when a running sequence finds none, so a full
-    pool of 64,000 tokens holds 64,000 // (1,000 + 200/2) = 58 sequences of 1,000 + 200 tokens in flight;
-    TensorRT-LLM reserves 1,000 + 200 on admission: 64,000 // 1,200 = 53, and so many fit vLLM in lockstep."""
-    import calculators.perf.corpus_engine as acc
-    assert acc.footprint_tokens("vllm-v1", np.array([1000.0, 512.0]), np.array([200.0, 255.0])).tolist() == [
-        1100.0, 640.0]                                                                # 512 + 127.5, rounded up
-    assert acc.footprint_tokens("trtllm", np.array([1000.0]), np.array([200.0])).tolist() == [1200.0]
-    monkeypatch.setattr(acc, "_kv_limit", lambda *config: 64_000 // config[6])
-    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
-    i, o, prompts = np.array([1000.0]), np.array([200.0]), np.array([np.inf])
-    assert acc.ceiling_batch(r, "vllm-v1", i, o, prompts, 1024).tolist() == [58]
-    assert acc.ceiling_batch(r, "vllm-v0", i, o, prompts, 256).tolist() == [58]
-    assert acc.ceiling_batch(r, "trtllm", i, o, prompts, 2048).tolist() == [53]
-    # in lockstep (equal lengths, started together) vLLM's sequences all reach 1,200 tokens at once
-    assert acc.ceiling_batch(r, "vllm-v1", i, o, prompts, 1024, np.array([True])).tolist() == [53]
-
-
-def test_a_one_batch_offline_run_is_a_static_batch_with_output_throughput_from_its_total():
-    # dstack's shape: 4 prompts of 32,784 + 2,048 tokens at once on 8 GPUs, 590 tokens/s in all
-    row = {"load_mode": "offline_max", "concurrency": None, "batch_size": 4, "num_prompts": 4, "gpu_count": 8,
-           "tp": 8, "model": "meta-llama/Llama-3.1-70B", "input_len": 32784, "output_len": 2048,
-           "total_num_tokens": 139328.0, "total_tok_s": 590.0, "tpot_median_ms": None}
-    rows = comparable_rows(_frame(row, row | {"total_num_tokens": 139000.0})).set_index("row_id")
-    assert list(rows.index) == [0]                                           # lengths not exact: no output share
-    assert (rows.loc[0, "load"], rows.loc[0, "batch"]) == ("static_batch", 4)
-    assert rows.loc[0, "measured_throughput"] == pytest.approx(590.0 * 2048 / 34832 / 8)   # 4.337 tokens/s per GPU
-
-
-def test_replicas_are_accepted_when_the_rows_own_figures_say_each_ran_the_concurrency():
-    # 16 GPUs, TP4: 4 replicas. In flight = tput/GPU × 16 × (TTFT + 1023·TPOT) / 1024 = tput × 0.4417
-    # 1134 → 500.9 (nearer 4 × 128 = 512 than 128); 300 → 132.5 (nearer 128): layout not stated
-    row = {"gpu_count": 16, "tp": 4, "model": "meta-llama/Llama-3.1-70B", "concurrency": 128, "input_len": 1024,
-           "output_len": 1024, "tpot_median_ms": 27.0, "ttft_median_ms": 650.0, "output_tok_s_per_gpu": 1134.0}
-    s = screen(_frame(row, row | {"output_tok_s_per_gpu": 300.0}))
-    assert list(s.rows["row_id"]) == [0] and s.rows.loc[0, "replicas"] == 4
-    assert "tp × pp" in s.skipped.set_index("row_id").loc[1, "reason"]
 
 
 # ---------------------------------------------------------------- leave one source out
@@ -545,32 +339,13 @@ def test_a_family_left_out_takes_the_reference_set_of_its_refit():
     assert np.allclose(amp["corrected"], amp["predicted"])
 
 
-@pytest.mark.parametrize(("engine", "version", "gpu", "stated", "limits"), [
-    ("vllm", "0.18.0", "H100-SXM", None, (8192, 1024)),    # V1 on >= 70 GiB (arg_utils.py get_batch_defaults)
-    ("vllm", "0.14.1", "GB300", None, (8192, 1024)),       # the >= 160 GiB tier came in 0.28
-    ("vllm", "0.10.2", "L40S", None, (2048, 256)),         # the small tier
-    ("vllm", "0.10.2", "L40S", 4096, (4096, 256)),         # a stated budget stands
-    ("vllm", "0.8.3", "A100-40GB-SXM", None, (2048, 1024)),  # 0.7-0.8.3: every GPU 1024 sequences
-    ("vllm", "0.6.3 (the V0 engine)", "H100-SXM", None, (8192, 256)),  # V0: the fixed defaults
-    ("trtllm", "1.0.0", "H100-SXM", None, (8192, 2048)),
-    ("sglang", "0.5.6", "B200", 16384, (16384, np.inf)),
-])
-def test_each_row_runs_its_engines_scheduler_limits(engine, version, gpu, stated, limits):
-    """A vLLM V1 row runs with the token budget and the largest batch ``vllm serve`` of its release picks on its
-    GPU; other engines with the budget they state (else 8,192 tokens) and their default largest batch."""
-    import calculators.perf.corpus_engine as acc
-    generation = engine_generation(engine, version)
-    got = acc.scheduler_limits(engine, version, generation, "meta-llama/Llama-3.1-8B", gpu, stated)
-    assert got == limits
-
-
 def test_a_closed_loop_run_of_few_prompts_per_slot_is_charged_its_drain():
     """Throughput is compared as the run measured it, over its wall time: 80 prompts through 16 slots, lengths
     drawn from 0 to L, keep the slots busy :func:`busy_share` of it; a row that does not state its prompts or its
     length draw is charged nothing, and its TPOT and TTFT are the steady state's either way."""
     loop = {"output_tok_s": 500.0, "num_prompts": 80, "total_input_tokens": 80_000.0, "total_output_tokens": 16_000.0}
-    rows = comparable_rows(_frame(loop | {"lengths_uniform_from": 0.0}, loop,
-                                  {"output_tok_s": 500.0, "lengths_uniform_from": 0.0}))
+    rows = comparable_rows(hand_rows(loop | {"lengths_uniform_from": 0.0}, loop,
+                                     {"output_tok_s": 500.0, "lengths_uniform_from": 0.0}))
     assert rows["busy_share"].tolist() == [busy_share(16, 80, 0.0), 1.0, 1.0]
     assert busy_share(16, 80, 0.0) < 0.9
     pred = predict(rows).set_index(["row_id", "metric"])
