@@ -100,6 +100,15 @@ def band_caption(tpot_s: float | None = None, ttft_s: float | None = None,
                    f"at least {coverage:.0%} of {held}; see Model accuracy).")
 
 
+def published_runs_note(entries: list[dict]) -> None:
+    """What the public runs of this very setup measured against the model (the perf document's
+    ``published_runs``), one line per metric under their sources; nothing where the corpus ran no such setup."""
+    from calculators.report.perf import published_runs_heading
+    if entries:
+        heading = published_runs_heading(entries)
+        st.caption(heading[:1].upper() + heading[1:] + "\n\n" + "\n".join(f"- {e['text']}" for e in entries))
+
+
 def band_factors_caption(box=st, gpus=(), shipped: bool = True) -> None:
     """The 80 % bands as factors, for a table of timed figures (each figure × the factors gives its band),
     in ``box`` (a container; the page by default); after them, the bands of those of ``gpus`` whose family has

@@ -81,8 +81,9 @@ def _charts(model, gpus: list, plans: list, w, kw: dict, key) -> None:
             st.plotly_chart(fc.pareto_chart(plans, pareto_front(plans)), key="fleet_pareto")
 
 
-def _chosen(model, fitting: list, w, served: str, cap: float, n_plus_one: bool):
-    """The layout for the quote (by its stable name, kept in the URL), its costs, timing bands, serve line, math."""
+def _chosen(model, fitting: list, w, served: str, cap: float, n_plus_one: bool, efficiencies):
+    """The layout for the quote (by its stable name, kept in the URL), its costs, timing bands, what the public runs
+    of its setup measured, serve line, math."""
     st.subheader("Chosen layout")
     names = [fc.layout_name(p) for p in fitting]
     name = st.selectbox("Layout for the quote", names, key=keys.FLEET_LAYOUT, bind="query-params",
@@ -100,6 +101,7 @@ def _chosen(model, fitting: list, w, served: str, cap: float, n_plus_one: bool):
     t[3].metric("p99 TTFT / TPOT [ms]", f"{chosen.ttft_p99_s * 1e3:,.0f} / {chosen.tpot_s * 1e3:.1f}",
                 help="time to first token (99th percentile, queueing included) / time per output token")
     st.markdown("\n".join(f"- {line}" for line in fc.band_lines(chosen)))
+    widgets.published_runs_note(fc.published_runs_of(model, chosen, w, efficiencies))
     st.code(serve_line(chosen, model.id, served), language="bash", wrap_lines=True)
     for note in chosen.notes:
         st.caption(note)
@@ -255,7 +257,7 @@ def render() -> None:
     fitting = [p for p in plans if p.fits]
     if not fitting:
         st.stop()
-    chosen = _chosen(model, fitting, w, state.served_name(ctx.scenario, model), cap, n_plus_one)
+    chosen = _chosen(model, fitting, w, state.served_name(ctx.scenario, model), cap, n_plus_one, kw["efficiencies"])
     _sim_check(model, gpus, chosen, w, kw, key)
     _disaggregated(model, gpus, plans, w, kw, key, cap, price)
     _pools(model, gpus, w, kw, key)

@@ -25,6 +25,7 @@ import numpy as np
 
 from calculators.errors import InvalidInputError
 from calculators.memory.kv_cache import check_tensor_parallel
+from calculators.memory.weights import resolve_quantization
 from calculators.perf.model import PerformanceModel
 from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.perf.serving import serving_metrics, slot_view
@@ -135,6 +136,7 @@ class LayoutPlan:
     ttft_p99_band_high_s: float | None = None
     max_model_len: int = 0
     compute_dtype: str = ""  # the dtype the timed figures' matmuls run in (the quantization's, else the checkpoint's)
+    weights: str = ""  # the weight format in use: the quantization, else the checkpoint's (resolve_quantization)
     vllm_serve: str = ""
     dp_attention: bool = False
     notes: list[str] = field(default_factory=list)
@@ -275,7 +277,7 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     r = Roofline(model, g, tensor_parallel_size=tp, pipeline_parallel_size=pp, quantization=quantization,
                  kv_cache_dtype=kv_cache_dtype, efficiencies=efficiencies or Efficiencies(),
                  max_num_batched_tokens=cap.settings.max_num_batched_tokens, enable_dp_attention=layout.dp_attention)
-    plan.compute_dtype = r.dtype_used
+    plan.compute_dtype, plan.weights = r.dtype_used, resolve_quantization(model, quantization)
     pm = sized_model(r, sizing, g)
     b = batch_candidates(int(limit))
     m = slot_view(pm, serving_metrics(pm, b, w.input_len, w.output_len), b, w.output_len)

@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from calculators.errors import InvalidInputError
 from calculators.perf.bands import band_factors, timing_band
 from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_batch, slo_batch
-from calculators.perf.roofline import Roofline, crossover_batch_size, ridge_point
+from calculators.perf.published_runs import published_runs
+from calculators.perf.roofline import Efficiencies, Roofline, crossover_batch_size, ridge_point
 from calculators.perf.serving import open_loop_metrics, serving_metrics, static_batch_metrics
+from calculators.specs.schema import ModelSpec
 from calculators.vllm.concurrency import batch_limit, replica_capacity, running_footprint_tokens
 
 
@@ -41,6 +44,58 @@ def band_80(r: Roofline, doc: dict) -> dict | None:
     out["note"] = (f"bands like these held on average at least {min(f['coverage'].values()):.0%} of "
                    f"{timing_band('tpot', r.gpu).held_out_text}")
     return out
+
+
+_METRIC_NAMES = {"tpot": "TPOT", "ttft": "TTFT", "throughput": "output tokens/s"}
+
+
+def published_runs_document(r: Roofline, input_len: float) -> list[dict]:
+    """:func:`setup_published_runs` of the roofline's model, GPUs, layout and weights."""
+    return setup_published_runs(r.model, r.gpu.id, int(np.ravel(r.tensor_parallel_size)[0]), r.quantization,
+                                input_len, pipeline_parallel_size=r.pipeline_parallel_size,
+                                dp_attention=r.enable_dp_attention, efficiencies=r.efficiencies)
+
+
+def setup_published_runs(model: ModelSpec, gpu_id: str, tensor_parallel_size: int, quantization: str | None,
+                         input_len: float, *, pipeline_parallel_size: int = 1, dp_attention: bool = False,
+                         efficiencies: Efficiencies | None = None) -> list[dict]:
+    """What public runs of this model on these GPUs in this layout with these weights, at prompts of this size,
+    measured against the shipped model (:func:`~calculators.perf.published_runs.published_runs`, errors held out
+    of the fit), each with a ``text`` to show; empty for a caller's own ``efficiencies`` or a calibration, and
+    where no public run matches."""
+    if efficiencies is not None and not efficiencies.is_shipped():
+        return []
+    return [{**e.model_dump(), "text": published_run_text(e.model_dump())}
+            for e in published_runs(model, gpu_id, tensor_parallel_size, quantization, input_len,
+                                    pipeline_parallel_size=pipeline_parallel_size, dp_attention=dp_attention)]
+
+
+def published_runs_lines(entries: list[dict]) -> list[str]:
+    """The heading and one line per entry; none without entries."""
+    return [published_runs_heading(entries), *(e["text"] for e in entries)] if entries else []
+
+
+def published_run_text(e: dict) -> str:
+    """One entry in words: "TTFT measured 1.94 × the model's figure at the median (10–90 %: 1.60–2.59 ×): 65 rows,
+    prompts of 3,750–7,372 tokens, 1–256 in flight, sglang, trtllm"."""
+    ratio = 1 / (1 + e["median_error"])  # measured ÷ predicted
+    spread = ("" if e.get("low_error") is None else
+              f" (10–90 %: {1 / (1 + e['high_error']):.2f}–{1 / (1 + e['low_error']):.2f} ×)")
+    lengths = (f"{e['input_len_min']:,}" if e["input_len_min"] == e["input_len_max"]
+               else f"{e['input_len_min']:,}–{e['input_len_max']:,}")
+    load = (f"{e['in_flight_min']:,.0f}" if e["in_flight_min"] == e["in_flight_max"]
+            else f"{e['in_flight_min']:,.0f}–{e['in_flight_max']:,.0f}")
+    return (f"{_METRIC_NAMES[e['metric']]} measured {ratio:.2f} × the model's figure at the median{spread}: "
+            f"{e['rows']} {'row' if e['rows'] == 1 else 'rows'}, prompts of {lengths} tokens, {load} in flight, "
+            f"{', '.join(e['engines'])}")
+
+
+def published_runs_heading(entries: list[dict]) -> str:
+    """The line above the entries: whose runs they are and how they were predicted."""
+    from calculators.report.explain_fleet import PERF_PAGE
+    sources = sorted({s for e in entries for s in e["sources"]})
+    return (f"public runs of this setup, each predicted by the fit without its source ({'; '.join(sources)}; "
+            f"{PERF_PAGE}, §11):")
 
 
 def factors_text(f: dict) -> str:
@@ -96,7 +151,7 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
     batch = max(1, round(running))  # sequences in a step, whole
     terms = r.decode_breakdown(running, input_len + output_len / 2)
     cross = float(np.ravel(crossover_batch_size(r, input_len + output_len / 2))[0])
-    doc = {
+    doc: dict[str, Any] = {
         "model": r.model.id, "gpu": r.gpu.id, "tensor_parallel_size": int(np.ravel(r.tensor_parallel_size)[0]),
         "pipeline_parallel_size": r.pipeline_parallel_size, "enable_dp_attention": r.enable_dp_attention,
         "compute_dtype": r.dtype_used, "load_mode": mode, "batch_size": batch, "concurrency": in_flight,
@@ -118,6 +173,7 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
                          "memory": r.efficiencies.memory},
     }
     doc["band_80"] = band_80(r, doc)
+    doc["published_runs"] = published_runs_document(r, input_len)
     whole = (limit, f"sequences of {input_len + output_len} tokens")
     held, what = (running_limit, f"sequences at their mean length of {mean_len:,} tokens, vLLM preempting the "
                   "newest beyond") if mode == "concurrency" else whole

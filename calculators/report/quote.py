@@ -37,6 +37,7 @@ from calculators.report.explain_fleet import (
     serve_line,
     vllm_source,
 )
+from calculators.report.perf import published_runs_lines, setup_published_runs
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.versions import DEFAULT_VLLM_VERSION
 
@@ -149,7 +150,8 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
         "customer": customer, "prepared_by": prepared_by, "notes": notes, "permalink": permalink,
         "inputs": inputs, "chosen": plan.as_dict() if plan else None,
         "costs": cost_rows(plan) if fits and plan else [],
-        "timing": _timing(plan, sizing, chosen_gpu) + _optional(unbounded_tpot_note(w, plan)) if fits and plan else [],
+        "timing": (_timing(plan, sizing, chosen_gpu) + _optional(unbounded_tpot_note(w, plan))
+                   + published_runs_lines(_published(model, plan, w, efficiencies))) if fits and plan else [],
         "vllm_serve": serve_line(plan, model.id, name) if fits and plan else "",
         "math": math_chain(plan, w, utilisation_cap=utilisation_cap, n_plus_one=n_plus_one) if fits and plan else [],
         "assumptions": list(ASSUMPTIONS) + ([DP_ATTENTION_ASSUMPTION] if plan and plan.dp_attention else []),
@@ -157,6 +159,13 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
         "alternatives": [r for r in ranked_rows(plans) if r["fits"]][:ALTERNATIVES_SHOWN] if include_alternatives
         else [],
     }
+
+
+def _published(model: ModelSpec, plan: LayoutPlan, w: Workload, efficiencies: Efficiencies | None) -> list[dict]:
+    """What the public runs of the chosen layout's setup measured against the model (none for a calibration)."""
+    return setup_published_runs(model, plan.gpu, plan.tensor_parallel_size, plan.weights, w.input_len,
+                                pipeline_parallel_size=plan.pipeline_parallel_size, dp_attention=plan.dp_attention,
+                                efficiencies=efficiencies)
 
 
 def _optional(line: str | None) -> list[str]:

@@ -293,6 +293,21 @@ def test_use_these_numbers_takes_the_logs_sampler(make_app):
     assert not at.exception and at.selectbox(key="sampler").value == "on"
 
 
+def test_a_setup_the_public_corpus_ran_shows_what_those_runs_measured(make_app):
+    """DeepSeek-R1 on eight B200s: the Overview lists, under the band, the held-out ratio of the public runs of
+    that setup at prompts of the scenario's size, one line per metric, as ``llmcap perf`` prints them."""
+    from calculators.perf.published_runs import published_runs
+    from calculators.report.perf import published_run_text
+    from calculators.specs.catalog import get_model
+    at = make_app(model="deepseek-ai/DeepSeek-R1", gpu="B200", tp="8")
+    assert not at.exception
+    note = next(c.value for c in at.caption if c.value.startswith("Public runs of this setup"))
+    entries = published_runs(get_model("deepseek-ai/DeepSeek-R1"), "B200", 8, None, 2000)  # the scenario's prompt
+    assert [e.metric for e in entries] == ["ttft", "tpot", "throughput"]
+    assert all(f"- {published_run_text(e.model_dump())}" in note for e in entries)
+    assert "SemiAnalysis" in note
+
+
 def test_timed_figures_carry_their_band(make_app):
     import re
 

@@ -252,3 +252,24 @@ def test_a_quote_without_a_tpot_target_says_how_slowly_the_chosen_layout_streams
     assert "No TPOT target:" in quote_html(doc)
     assert not any(t.startswith("No TPOT target") for t in quote_document(m, gpus, W, plan_fleet(
         m, gpus, W, max_pp=1))["timing"])
+
+
+def test_a_quote_states_what_the_public_runs_of_its_setup_measured():
+    """DeepSeek-R1 on eight B200s at 7,000-token prompts: the public corpus ran that setup, so the quote lists, under
+    the bands, its runs' held-out ratio per metric with their publishers; a calibration's quote lists none."""
+    from calculators.perf.published_runs import published_runs
+    from calculators.report.perf import published_run_text
+    m, g = get_model("deepseek-ai/DeepSeek-R1"), get_gpu("B200")
+    w = Workload(request_rate_per_s=2, input_len=7000, output_len=900)
+    plans = plan_fleet(m, [g], w, max_pp=1)
+    chosen = next(p for p in plans if p.fits and (p.tensor_parallel_size, p.dp_attention) == (8, False))
+    doc = quote_document(m, [g], w, plans, chosen=chosen)
+    entries = published_runs(m, "B200", 8, None, 7000)
+    assert [e.metric for e in entries] == ["ttft", "tpot", "throughput"]
+    heading = next(t for t in doc["timing"] if t.startswith("public runs of this setup"))
+    assert "SemiAnalysis" in heading and "method page “The performance model”" in heading
+    assert all(published_run_text(e.model_dump()) in doc["timing"] for e in entries)
+    assert quote_pdf(doc)[:4] == b"%PDF"
+    own = quote_document(m, [g], w, plans, chosen=chosen, efficiencies=Efficiencies(compute=0.3),
+                         efficiency_source="my calibration")
+    assert not any(t.startswith("public runs") for t in own["timing"])

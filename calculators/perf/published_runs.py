@@ -1,0 +1,142 @@
+"""What public runs of the same setup measured, beside the model's figure: the held-out error of the corpus rows
+that ran the same model on the same GPUs in the same layout with the same weights, at prompts of the same size.
+
+The 80 % bands (:mod:`calculators.perf.bands`) say how far off the model comes out on a setup it has not seen, over
+every setup. Where the public corpus ran *this* setup, its own rows say more: DeepSeek-R1 in FP8 on eight B200s at
+prompts of 3,750–7,372 tokens measured a TTFT 1.9 × the model's at the median, at the top of the band that every
+setup shares. Each entry is one (model, GPU, tensor- and pipeline-parallel sizes, data-parallel attention or not,
+weight format, prompt size, metric): its rows' median signed error ``predicted / measured − 1`` with every row
+predicted by the coefficients fitted without its source (leave-one-source-out, as ``llmcap accuracy`` reports it,
+docs/performance-model.md §11), the 10th and 90th percentiles where there are :data:`MIN_ROWS_FOR_SPREAD` rows or
+more, and the sources, engines, prompt lengths and loads they cover. The entries are written by
+``benchmarks/published_runs.py`` into ``calculators/data/published_runs.toml`` (validated on load) from the shipped
+fit; they describe the shipped model, not a calibration.
+
+Pure: pydantic and NumPy at import; pandas only in :func:`published_run_entries`, for the script.
+"""
+from __future__ import annotations
+
+import bisect
+from functools import cache
+from importlib.resources import files
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from calculators.memory.weights import resolve_quantization
+from calculators.perf.coefficients import parse_toml_as
+from calculators.specs.schema import ModelSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+PUBLISHED_RUNS_FILE = "published_runs.toml"
+PROMPT_BIN_EDGES = (2048, 8192)
+"""Prompt sizes [tokens] that split the entries: up to 2,048, up to 8,192, beyond. A prompt of 7,372 tokens and
+one of 922 cost different terms (attention's ``P²``, the experts' matmuls at many tokens), and the corpus' largest
+source runs both."""
+METRIC_ORDER = ("ttft", "tpot", "throughput")
+MIN_ROWS_FOR_SPREAD = 5
+"""Rows an entry needs before its 10th–90th percentile errors are stated."""
+
+
+class PublishedRun(BaseModel):
+    """One setup's public rows against the model, for one metric (errors as fractions, held out)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1, description="catalog model id")
+    gpu: str = Field(min_length=1, description="catalog GPU id")
+    tensor_parallel_size: int = Field(ge=1)
+    pipeline_parallel_size: int = Field(ge=1)
+    dp_attention: bool = Field(description="attention data-parallel across the tensor-parallel GPUs")
+    weights: str = Field(min_length=1, description="weight format in use (resolve_quantization)")
+    prompt_bin: int = Field(ge=0, le=len(PROMPT_BIN_EDGES), description="index into PROMPT_BIN_EDGES' bins")
+    metric: str = Field(pattern="^(tpot|ttft|throughput)$")
+    rows: int = Field(ge=1)
+    sources: tuple[str, ...] = Field(min_length=1, description="publishers, as the corpus names them")
+    engines: tuple[str, ...] = Field(min_length=1)
+    input_len_min: int = Field(ge=1)
+    input_len_max: int = Field(ge=1)
+    in_flight_min: float = Field(gt=0, description="fewest requests in flight among the rows (the model's, at "
+                                 "their loads: a closed loop's concurrency, a batch, an open loop's mean)")
+    in_flight_max: float = Field(gt=0)
+    median_error: float = Field(gt=-1, description="held-out predicted / measured − 1, median over the rows")
+    low_error: float | None = Field(default=None, gt=-1, description="10th percentile; None below MIN_ROWS_FOR_SPREAD")
+    high_error: float | None = Field(default=None, gt=-1, description="90th percentile")
+
+
+class PublishedRunsFile(BaseModel):
+    """The file: when and from which fit it was written, and its entries."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    written: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    fit: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="date of the fit whose held-out errors these are")
+    corpus: str = Field(min_length=1)
+    method: str = Field(min_length=1)
+    run: tuple[PublishedRun, ...] = ()
+
+
+def prompt_bin(input_len: float) -> int:
+    """The bin of :data:`PROMPT_BIN_EDGES` that holds a prompt of ``input_len`` tokens (edges inclusive)."""
+    return bisect.bisect_left(PROMPT_BIN_EDGES, input_len)
+
+
+def weight_format(model: ModelSpec, quantization: str | None) -> str:
+    """The weights in use, as the entries name them: the checkpoint's format unless another is chosen."""
+    return resolve_quantization(model, quantization)
+
+
+@cache
+def load_published_runs() -> PublishedRunsFile:
+    """The shipped file, validated (a bad entry is refused with its field)."""
+    text = files("calculators.data").joinpath(PUBLISHED_RUNS_FILE).read_text(encoding="utf-8")
+    return parse_toml_as(PublishedRunsFile, text, PUBLISHED_RUNS_FILE)
+
+
+def published_runs(model: ModelSpec, gpu_id: str, tensor_parallel_size: int, quantization: str | None,
+                   input_len: float, *, pipeline_parallel_size: int = 1,
+                   dp_attention: bool = False) -> list[PublishedRun]:
+    """The entries of ``model`` on ``tensor_parallel_size`` × ``pipeline_parallel_size`` × ``gpu_id`` (attention
+    data-parallel or not) with these weights at prompts the size of ``input_len``, one per metric the corpus
+    measured, TTFT, TPOT, then throughput (none where it ran no such setup)."""
+    key = (model.id, gpu_id, tensor_parallel_size, pipeline_parallel_size, dp_attention,
+           weight_format(model, quantization), prompt_bin(input_len))
+    found = [e for e in load_published_runs().run
+             if (e.model, e.gpu, e.tensor_parallel_size, e.pipeline_parallel_size, e.dp_attention, e.weights,
+                 e.prompt_bin) == key]
+    return sorted(found, key=lambda e: METRIC_ORDER.index(e.metric))
+
+
+def published_run_entries(loso: pd.DataFrame, publishers: dict[str, str]) -> list[PublishedRun]:
+    """The entries of held-out predictions ``loso`` (:func:`calculators.perf.accuracy.loso_rows`' frame: one row
+    per compared row and metric, ``loso_error`` its held-out signed error), grouped by setup, prompt bin and
+    metric; ``publishers`` names each source."""
+    import pandas as pd
+
+    from calculators.specs.catalog import get_model
+    f = loso.assign(weights=[weight_format(get_model(m), None if pd.isna(q) else str(q))
+                             for m, q in zip(loso["model_id"], loso["quantization"], strict=True)],
+                    prompt_bin=[prompt_bin(i) for i in loso["input_len"]])
+    out = []
+    keys = ["model_id", "catalog_gpu", "tp", "pp", "dp_attention", "weights", "prompt_bin", "metric"]
+    for (model, gpu, tp, pp, dp, weights, pbin, metric), g in f.groupby(keys, sort=True):
+        e = g["loso_error"].astype(float)
+        spread = len(g) >= MIN_ROWS_FOR_SPREAD
+        out.append(PublishedRun(
+            model=model, gpu=gpu, tensor_parallel_size=int(tp), pipeline_parallel_size=int(pp), dp_attention=bool(dp),
+            weights=weights, prompt_bin=int(pbin), metric=metric,
+            rows=len(g),
+            sources=tuple(sorted({publishers[s] for s in g["source_id"]})), engines=tuple(sorted(set(g["engine"]))),
+            input_len_min=int(g["input_len"].min()), input_len_max=int(g["input_len"].max()),
+            in_flight_min=float(g["predicted_batch"].min()), in_flight_max=float(g["predicted_batch"].max()),
+            median_error=float(e.median()),
+            low_error=float(e.quantile(0.1)) if spread else None,
+            high_error=float(e.quantile(0.9)) if spread else None))
+    return out
+
+
+__all__ = ["METRIC_ORDER", "MIN_ROWS_FOR_SPREAD", "PROMPT_BIN_EDGES", "PUBLISHED_RUNS_FILE", "PublishedRun",
+           "PublishedRunsFile", "load_published_runs", "prompt_bin", "published_run_entries", "published_runs",
+           "weight_format"]
