@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calculators.memory.weights import resolve_quantization
 from calculators.perf.coefficients import parse_toml_as
+from calculators.specs.catalog import get_model
 from calculators.specs.schema import ModelSpec
 
 if TYPE_CHECKING:
@@ -114,8 +115,6 @@ def published_run_entries(loso: pd.DataFrame, publishers: dict[str, str]) -> lis
     per compared row and metric, ``loso_error`` its held-out signed error), grouped by setup, prompt bin and
     metric; ``publishers`` names each source."""
     import pandas as pd
-
-    from calculators.specs.catalog import get_model
     f = loso.assign(weights=[weight_format(get_model(m), None if pd.isna(q) else str(q))
                              for m, q in zip(loso["model_id"], loso["quantization"], strict=True)],
                     prompt_bin=[prompt_bin(i) for i in loso["input_len"]])

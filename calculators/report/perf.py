@@ -76,8 +76,9 @@ def published_runs_lines(entries: list[dict]) -> list[str]:
 
 
 def published_run_text(e: dict) -> str:
-    """One entry in words: "TTFT measured 1.94 × the model's figure at the median (10–90 %: 1.60–2.59 ×): 65 rows,
-    prompts of 3,750–7,372 tokens, 1–256 in flight, sglang, trtllm"."""
+    """One entry in words: "TTFT measured 1.94 × the model's figure at the median (10–90 %: 1.63–2.57 ×): 58 rows,
+    prompts of 3,750–7,372 tokens, 1–256 in flight, sglang, trtllm" (``median_error`` = predicted / measured − 1, so
+    measured ÷ predicted = 1 / (1 + it))."""
     ratio = 1 / (1 + e["median_error"])  # measured ÷ predicted
     spread = ("" if e.get("low_error") is None else
               f" (10–90 %: {1 / (1 + e['high_error']):.2f}–{1 / (1 + e['low_error']):.2f} ×)")

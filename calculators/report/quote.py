@@ -145,13 +145,15 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
     sources += efficiency_sources(efficiencies or Efficiencies(), efficiency_source, chosen_gpu,
                                   plan.compute_dtype if plan is not None and plan.compute_dtype else "bf16")
     fits = bool(plan and plan.fits)
+    published = _published(model, plan, w, efficiencies) if fits and plan else []
+    sources += published_run_sources(published)
     return {
         "schema_version": SCHEMA_VERSION, "date": (date or dt.date.today()).isoformat(),
         "customer": customer, "prepared_by": prepared_by, "notes": notes, "permalink": permalink,
         "inputs": inputs, "chosen": plan.as_dict() if plan else None,
         "costs": cost_rows(plan) if fits and plan else [],
         "timing": (_timing(plan, sizing, chosen_gpu) + _optional(unbounded_tpot_note(w, plan))
-                   + published_runs_lines(_published(model, plan, w, efficiencies))) if fits and plan else [],
+                   + published_runs_lines(published)) if fits and plan else [],
         "vllm_serve": serve_line(plan, model.id, name) if fits and plan else "",
         "math": math_chain(plan, w, utilisation_cap=utilisation_cap, n_plus_one=n_plus_one) if fits and plan else [],
         "assumptions": list(ASSUMPTIONS) + ([DP_ATTENTION_ASSUMPTION] if plan and plan.dp_attention else []),
@@ -159,6 +161,13 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
         "alternatives": [r for r in ranked_rows(plans) if r["fits"]][:ALTERNATIVES_SHOWN] if include_alternatives
         else [],
     }
+
+
+def published_run_sources(entries: list[dict]) -> list[str]:
+    """The public measurement sources behind ``entries`` (the quote's list of sources): publisher and address."""
+    from calculators.perf.measurements import load_sources
+    named = {s for e in entries for s in e["sources"]}
+    return [f"public serving runs: {s.publisher}, {s.urls[0]}" for s in load_sources().values() if s.publisher in named]
 
 
 def _published(model: ModelSpec, plan: LayoutPlan, w: Workload, efficiencies: Efficiencies | None) -> list[dict]:

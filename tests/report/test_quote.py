@@ -269,6 +269,7 @@ def test_a_quote_states_what_the_public_runs_of_its_setup_measured():
     heading = next(t for t in doc["timing"] if t.startswith("public runs of this setup"))
     assert "SemiAnalysis" in heading and "method page “The performance model”" in heading
     assert all(published_run_text(e.model_dump()) in doc["timing"] for e in entries)
+    assert any(s.startswith("public serving runs: SemiAnalysis") and "https://" in s for s in doc["sources"])
     assert quote_pdf(doc)[:4] == b"%PDF"
     own = quote_document(m, [g], w, plans, chosen=chosen, efficiencies=Efficiencies(compute=0.3),
                          efficiency_source="my calibration")
