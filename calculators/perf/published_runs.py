@@ -37,6 +37,7 @@ PROMPT_BIN_EDGES = (2048, 8192)
 one of 922 cost different terms (attention's ``P²``, the experts' matmuls at many tokens), and the corpus' largest
 source runs both."""
 METRIC_ORDER = ("ttft", "tpot", "throughput")
+"""The order a setup's entries are shown in."""
 MIN_ROWS_FOR_SPREAD = 5
 """Rows an entry needs before its 10th–90th percentile errors are stated."""
 
