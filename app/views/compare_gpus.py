@@ -10,6 +10,7 @@ from calculators.errors import InvalidInputError
 from calculators.planning.costs import COST_LABELS
 from calculators.planning.fleet import closest_plan, gpu_price, slo_text
 from calculators.report.explain_fleet import fitted_runs
+from calculators.report.perf import published_ratios_text
 
 
 def _band_ms(low_s: float | None, high_s: float | None) -> str:
@@ -55,12 +56,17 @@ def render() -> None:
                      "TTFT p99 80 % band [ms]": _band_ms(best.ttft_p99_band_low_s, best.ttft_p99_band_high_s),
                      "TPOT [ms]": best.tpot_s * 1e3,
                      "TPOT 80 % band [ms]": _band_ms(best.tpot_band_low_s, best.tpot_band_high_s),
+                     "public runs: measured ÷ model": published_ratios_text(
+                         fc.published_runs_of(model, best, w, kw["efficiencies"])),
                      "meets SLO": best.meets_slo})
     frame = pd.DataFrame(rows)
     st.subheader("Best layout per GPU type")
     st.caption(f"Performance model: {eff_source}")
     widgets.table(frame, column_config=fc.column_config(frame), key="compare_table")
     widgets.band_factors_caption(gpus=gpus, shipped=kw["efficiencies"].is_shipped())
+    st.caption("Public runs: where the public measurement corpus ran a layout's own setup (model, GPUs, layout, "
+               "weights, prompts of this size), what those runs measured ÷ the model's figure at the median, each "
+               "predicted by the fit without its source; details on the Fleet planner's chosen layout.")
     out_cost = COST_LABELS["usd_per_million_output_tokens"]
     bars = frame.dropna(subset=["GPUs", out_cost]) if {"GPUs", out_cost} <= set(frame.columns) else frame.iloc[0:0]
     if len(bars):

@@ -91,6 +91,16 @@ def published_run_text(e: dict) -> str:
             f"{', '.join(e['engines'])}")
 
 
+def published_ratios_text(entries: list[dict]) -> str:
+    """A setup's entries in a table cell: "TTFT ×1.94, TPOT ×1.27, output tokens/s ×0.75 (58 rows)", measured ÷
+    the model's figure at the median; "—" where the public corpus ran no such setup."""
+    if not entries:
+        return "—"
+    ratios = ", ".join(f"{_METRIC_NAMES[e['metric']]} ×{1 / (1 + e['median_error']):.2f}" for e in entries)
+    rows = max(e["rows"] for e in entries)
+    return f"{ratios} ({rows:,} {'row' if rows == 1 else 'rows'})"
+
+
 def published_runs_heading(entries: list[dict]) -> str:
     """The line above the entries: whose runs they are and how they were predicted."""
     from calculators.report.explain_fleet import PERF_PAGE

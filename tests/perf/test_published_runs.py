@@ -16,7 +16,7 @@ from calculators.perf.published_runs import (
     published_runs,
 )
 from calculators.perf.roofline import Efficiencies, Roofline
-from calculators.report.perf import perf_document, published_run_text
+from calculators.report.perf import perf_document, published_ratios_text, published_run_text
 from calculators.specs.catalog import get_gpu, get_model
 
 
@@ -69,6 +69,14 @@ def test_the_text_states_measured_over_predicted():
          "engines": ["sglang", "trtllm"]}
     assert published_run_text(e) == ("TTFT measured 2.00 × the model's figure at the median (10–90 %: 1.67–2.50 ×): "
                                      "12 rows, prompts of 6,553–7,372 tokens, 1–64 in flight, sglang, trtllm")
+
+
+def test_a_table_cell_states_each_metrics_ratio_and_the_rows():
+    """Medians −0.5 and +0.25 are measured 2.00 × and 0.80 × the model's figures; no entry is "—"."""
+    entries = [{"metric": "ttft", "median_error": -0.5, "rows": 12},
+               {"metric": "tpot", "median_error": 0.25, "rows": 9}]
+    assert published_ratios_text(entries) == "TTFT ×2.00, TPOT ×0.80 (12 rows)"
+    assert published_ratios_text([]) == "—"
 
 
 def test_a_setup_finds_its_own_entries_in_metric_order():
