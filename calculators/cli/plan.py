@@ -11,6 +11,7 @@ from calculators.planning.fleet import (
     LayoutPlan,
     Workload,
     best_plan,
+    closest_plan,
     fleet_summary,
     pareto_front,
     plan_fleet,
@@ -41,7 +42,8 @@ def cmd_plan(a: argparse.Namespace) -> int:
            "cost_split": "GPU time split between prefill (input tokens) and decode (output tokens) by their "
                          "shares of a request cycle",
            "layouts": [{**p.as_dict(), "pareto": (p.gpu, p.layout) in front}
-                       for p in plans]}
+                       for p in plans],
+           "published_runs": _published_runs(model, closest_plan(plans), w)}
     if a.quote:
         _write_quote(a, model, gpus, w, plans, sizing)
     if a.json:
@@ -49,6 +51,15 @@ def cmd_plan(a: argparse.Namespace) -> int:
         return 0
     _print_table(a, model, w, plans, doc)
     return 0
+
+
+def _published_runs(model, plan: LayoutPlan | None, w: Workload) -> list[dict]:
+    """What the public runs of the recommended layout's setup measured against the model (the quote's list)."""
+    from calculators.report.perf import setup_published_runs
+    if plan is None or not plan.fits:
+        return []
+    return setup_published_runs(model, plan.gpu, plan.tensor_parallel_size, plan.weights, w.input_len,
+                                pipeline_parallel_size=plan.pipeline_parallel_size, dp_attention=plan.dp_attention)
 
 
 def _tpot_note(w: Workload, plans: list[LayoutPlan]) -> str | None:
@@ -90,6 +101,12 @@ def _print_table(a: argparse.Namespace, model, w: Workload, plans: list[LayoutPl
               f"{p.output_tokens_per_s_per_gpu:9.0f}  {'yes' if p.meets_slo else 'no: ' + p.message}")
     print("$/1M out = " + COST_LABELS["usd_per_million_output_tokens"] + "; --json has every cost: "
           + ", ".join(COST_LABELS.values()))
+    if doc["published_runs"]:
+        from calculators.report.perf import published_runs_lines
+        first, *lines = published_runs_lines(doc["published_runs"])
+        print(f"the recommended layout's {first}")
+        for line in lines:
+            print(f"  {line}")
 
 
 def register(sub) -> None:

@@ -166,3 +166,17 @@ def test_plan_conservative_costs_and_max_model_len():
     assert {"usd_per_million_input_tokens", "usd_per_million_output_tokens", "usd_per_million_tokens",
             "tpot_band_low_s", "tpot_band_high_s", "ttft_p99_band_low_s", "ttft_p99_band_high_s"} <= set(best)
     assert est["cost_labels"]["usd_per_million_tokens"] == "$/1M tokens (input + output)"
+
+
+def test_plan_states_what_the_public_runs_of_the_recommended_setup_measured():
+    """DeepSeek-R1 on B200 at 1,000 / 1,000 tokens, no pipeline: eight B200s in TP8 are recommended, a setup the
+    public corpus ran; ``plan`` lists its runs' held-out ratios as ``perf`` and the quote do."""
+    args = ("plan", "--model", "deepseek-ai/DeepSeek-R1", "--gpu", "B200", "--request-rate", "2", "--input-len",
+            "1000", "--output-len", "1000", "--max-pipeline-parallel-size", "1")
+    doc = json.loads(llmcap(*args, "--json").stdout)
+    best = doc["layouts"][0]
+    assert (best["gpu"], best["tensor_parallel_size"], best["dp_attention"]) == ("B200", 8, False)
+    assert [e["metric"] for e in doc["published_runs"]] == ["ttft", "tpot", "throughput"]
+    text = llmcap(*args).stdout
+    assert "the recommended layout's public runs of this setup" in text
+    assert all(f"  {e['text']}" in text for e in doc["published_runs"])
