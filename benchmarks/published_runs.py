@@ -26,6 +26,7 @@ from calculators.perf.comparable import screen  # noqa: E402
 from calculators.perf.measurements import load_sources, measurements_frame  # noqa: E402
 from calculators.perf.published_runs import (  # noqa: E402
     PUBLISHED_RUNS_FILE,
+    PublishedRun,
     PublishedRunsFile,
     published_run_entries,
 )
@@ -51,7 +52,8 @@ def published_runs_toml() -> str:
              'method = "median and 10th/90th percentile of predicted / measured - 1 per model, GPU, weight format, '
              'prompt size and metric, each row predicted by coefficients refitted without its source"', ""]
     for e in published_run_entries(loso, publishers):
-        lines += ["[[run]]", *(f"{k} = {_value(v)}" for k, v in e.model_dump().items() if v is not None), ""]
+        stored = e.model_dump(exclude=set(PublishedRun.model_computed_fields))  # the ratios follow from the errors
+        lines += ["[[run]]", *(f"{k} = {_value(v)}" for k, v in stored.items() if v is not None), ""]
     return "\n".join(lines)
 
 

@@ -135,6 +135,27 @@ def _worst(r: AccuracyReport, metric: str) -> None:
                  key=f"acc_worst_{metric}")
 
 
+def _by_setup(metric: str) -> None:
+    """What the public runs of each setup measured against the model, held out (the table ``llmcap perf``, the
+    Overview, the Fleet planner and the quote read for the user's own setup)."""
+    from calculators.perf.published_runs import load_published_runs, prompt_bin_label
+    runs = [e for e in load_published_runs().run if e.metric == metric]
+    shown = pd.DataFrame({
+        "Model": [e.model for e in runs], "GPU": [e.gpu for e in runs],
+        "Layout": [f"TP{e.tensor_parallel_size}×PP{e.pipeline_parallel_size}"
+                   + (" · DP attention" if e.dp_attention else "") for e in runs],
+        "Weights": [e.weights for e in runs], "Prompt tokens": [prompt_bin_label(e.prompt_bin) for e in runs],
+        "Rows": [e.rows for e in runs], "Measured ÷ model (median)": [e.ratio for e in runs],
+        "10 %": [e.ratio_low for e in runs], "90 %": [e.ratio_high for e in runs],
+        "Engines": [", ".join(e.engines) for e in runs], "Sources": ["; ".join(e.sources) for e in runs]})
+    st.caption("Each setup the public corpus ran, its rows predicted by the fit without their source: measured ÷ the "
+               "model's figure at the median and its 10th and 90th percentiles (from 5 rows). A user's setup that "
+               "matches a row here sees it beside its figures.")
+    ratio = st.column_config.NumberColumn(format="× %.2f")
+    st.dataframe(shown, hide_index=True, key=f"acc_setups_{metric}",
+                 column_config={"Measured ÷ model (median)": ratio, "10 %": ratio, "90 %": ratio})
+
+
 def _skipped(r: AccuracyReport) -> None:
     counts = r.skipped_by_reason()
     st.markdown(f"**{r.comparable_rows:,}** corpus rows compared, **{len(r.skipped):,}** left out:")
@@ -222,6 +243,8 @@ def render() -> None:
     st.subheader("Worst cases (source left out of the fit)")
     _worst(r, metric)
     _unseen_family(r, metric)
+    st.subheader("By setup (source left out of the fit)")
+    _by_setup(metric)
     st.subheader("Rows compared and left out")
     _skipped(r)
     with st.expander("How this is measured"):

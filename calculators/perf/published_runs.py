@@ -21,7 +21,7 @@ from functools import cache
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from calculators.memory.weights import resolve_quantization
 from calculators.perf.coefficients import parse_toml_as
@@ -67,6 +67,24 @@ class PublishedRun(BaseModel):
     low_error: float | None = Field(default=None, gt=-1, description="10th percentile; None below MIN_ROWS_FOR_SPREAD")
     high_error: float | None = Field(default=None, gt=-1, description="90th percentile")
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ratio(self) -> float:
+        """Measured ÷ the model's figure at the median, ``1 / (1 + median_error)`` [×]."""
+        return 1 / (1 + self.median_error)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ratio_low(self) -> float | None:
+        """Measured ÷ the model's figure at the 10th percentile of the ratio (the 90th of the error) [×]."""
+        return None if self.high_error is None else 1 / (1 + self.high_error)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ratio_high(self) -> float | None:
+        """The 90th percentile of the ratio (the 10th of the error) [×]."""
+        return None if self.low_error is None else 1 / (1 + self.low_error)
+
 
 class PublishedRunsFile(BaseModel):
     """The file: when and from which fit it was written, and its entries."""
@@ -83,6 +101,14 @@ class PublishedRunsFile(BaseModel):
 def prompt_bin(input_len: float) -> int:
     """The bin of :data:`PROMPT_BIN_EDGES` that holds a prompt of ``input_len`` tokens (edges inclusive)."""
     return bisect.bisect_left(PROMPT_BIN_EDGES, input_len)
+
+
+def prompt_bin_label(index: int) -> str:
+    """A bin of :data:`PROMPT_BIN_EDGES` in words: "≤ 2,048", "2,049–8,192", "> 8,192" [tokens]."""
+    edges = PROMPT_BIN_EDGES
+    if index == 0:
+        return f"≤ {edges[0]:,}"
+    return f"> {edges[-1]:,}" if index == len(edges) else f"{edges[index - 1] + 1:,}–{edges[index]:,}"
 
 
 def weight_format(model: ModelSpec, quantization: str | None) -> str:
@@ -138,5 +164,6 @@ def published_run_entries(loso: pd.DataFrame, publishers: dict[str, str]) -> lis
 
 
 __all__ = ["METRIC_ORDER", "MIN_ROWS_FOR_SPREAD", "PROMPT_BIN_EDGES", "PUBLISHED_RUNS_FILE", "PublishedRun",
-           "PublishedRunsFile", "load_published_runs", "prompt_bin", "published_run_entries", "published_runs",
+           "PublishedRunsFile", "load_published_runs", "prompt_bin", "prompt_bin_label", "published_run_entries",
+           "published_runs",
            "weight_format"]

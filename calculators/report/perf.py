@@ -77,16 +77,14 @@ def published_runs_lines(entries: list[dict]) -> list[str]:
 
 def published_run_text(e: dict) -> str:
     """One entry in words: "TTFT measured 1.94 × the model's figure at the median (10–90 %: 1.63–2.57 ×): 58 rows,
-    prompts of 3,750–7,372 tokens, 1–256 in flight, sglang, trtllm" (``median_error`` = predicted / measured − 1, so
-    measured ÷ predicted = 1 / (1 + it))."""
-    ratio = 1 / (1 + e["median_error"])  # measured ÷ predicted
-    spread = ("" if e.get("low_error") is None else
-              f" (10–90 %: {1 / (1 + e['high_error']):.2f}–{1 / (1 + e['low_error']):.2f} ×)")
+    prompts of 3,750–7,372 tokens, 1–256 in flight, sglang, trtllm" (an entry's ``model_dump()``, ratios
+    measured ÷ predicted)."""
+    spread = "" if e.get("ratio_low") is None else f" (10–90 %: {e['ratio_low']:.2f}–{e['ratio_high']:.2f} ×)"
     lengths = (f"{e['input_len_min']:,}" if e["input_len_min"] == e["input_len_max"]
                else f"{e['input_len_min']:,}–{e['input_len_max']:,}")
     load = (f"{e['in_flight_min']:,.0f}" if e["in_flight_min"] == e["in_flight_max"]
             else f"{e['in_flight_min']:,.0f}–{e['in_flight_max']:,.0f}")
-    return (f"{_METRIC_NAMES[e['metric']]} measured {ratio:.2f} × the model's figure at the median{spread}: "
+    return (f"{_METRIC_NAMES[e['metric']]} measured {e['ratio']:.2f} × the model's figure at the median{spread}: "
             f"{e['rows']} {'row' if e['rows'] == 1 else 'rows'}, prompts of {lengths} tokens, {load} in flight, "
             f"{', '.join(e['engines'])}")
 
@@ -96,7 +94,7 @@ def published_ratios_text(entries: list[dict]) -> str:
     the model's figure at the median; "—" where the public corpus ran no such setup."""
     if not entries:
         return "—"
-    ratios = ", ".join(f"{_METRIC_NAMES[e['metric']]} ×{1 / (1 + e['median_error']):.2f}" for e in entries)
+    ratios = ", ".join(f"{_METRIC_NAMES[e['metric']]} ×{e['ratio']:.2f}" for e in entries)
     rows = max(e["rows"] for e in entries)
     return f"{ratios} ({rows:,} {'row' if rows == 1 else 'rows'})"
 

@@ -248,6 +248,18 @@ def test_accuracy_page_shows_the_scoreboard(make_app):
     assert any("no row judges them" in c.value and "T4" in c.value and "MI250X" in c.value for c in at.caption)
     assert any(c.value.startswith("80 % band of such a GPU") for c in at.caption)
     assert any(s.value == "A GPU family the fit has not seen" for s in at.subheader)
+    # each setup the corpus ran, with its held-out ratio (the default metric is TPOT)
+    from calculators.perf.published_runs import load_published_runs
+    setups = next(d.value for d in at.dataframe if "Measured ÷ model (median)" in d.value.columns)
+    tpot = [e for e in load_published_runs().run if e.metric == "tpot"]
+    assert len(setups) == len(tpot)
+    row = setups[(setups["Model"] == "deepseek-ai/DeepSeek-R1") & (setups["GPU"] == "B200")
+                 & (setups["Layout"] == "TP8×PP1") & (setups["Weights"] == "fp8")
+                 & (setups["Prompt tokens"] == "2,049–8,192")].iloc[0]
+    key = ("deepseek-ai/DeepSeek-R1", "B200", 8, 1, False, "fp8", 1)
+    entry = next(e for e in tpot if (e.model, e.gpu, e.tensor_parallel_size, e.pipeline_parallel_size, e.dp_attention,
+                                     e.weights, e.prompt_bin) == key)
+    assert math.isclose(row["Measured ÷ model (median)"], entry.ratio) and row["Rows"] == entry.rows
 
 
 def test_log_of_another_model_warns_and_offers_to_switch(make_app):

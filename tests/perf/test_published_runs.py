@@ -9,9 +9,11 @@ from calculators.errors import InvalidInputError
 from calculators.perf.coefficients import parse_toml_as
 from calculators.perf.published_runs import (
     PUBLISHED_RUNS_FILE,
+    PublishedRun,
     PublishedRunsFile,
     load_published_runs,
     prompt_bin,
+    prompt_bin_label,
     published_run_entries,
     published_runs,
 )
@@ -23,6 +25,7 @@ from calculators.specs.catalog import get_gpu, get_model
 @pytest.mark.parametrize(("tokens", "bin_"), [(1, 0), (2048, 0), (2049, 1), (8192, 1), (8193, 2), (100_000, 2)])
 def test_prompt_bins_hold_their_upper_edge(tokens, bin_):
     assert prompt_bin(tokens) == bin_
+    assert prompt_bin_label(bin_) == ("≤ 2,048", "2,049–8,192", "> 8,192")[bin_]
 
 
 def _loso(errors: list[float], **fields) -> pd.DataFrame:
@@ -63,18 +66,20 @@ def test_a_checkpoints_own_format_and_the_same_format_named_are_one_setup():
 
 def test_the_text_states_measured_over_predicted():
     """A model 50 % low (predicted / measured − 1 = −0.5) means the runs measured 2 × its figure; the 10–90 %
-    spread −60 … −40 % is 2.50 … 1.67 ×."""
-    e = {"metric": "ttft", "median_error": -0.5, "low_error": -0.6, "high_error": -0.4, "rows": 12,
-         "input_len_min": 6553, "input_len_max": 7372, "in_flight_min": 1.0, "in_flight_max": 64.0,
-         "engines": ["sglang", "trtllm"]}
-    assert published_run_text(e) == ("TTFT measured 2.00 × the model's figure at the median (10–90 %: 1.67–2.50 ×): "
-                                     "12 rows, prompts of 6,553–7,372 tokens, 1–64 in flight, sglang, trtllm")
+    spread of the error, −60 … −40 %, is 2.50 … 1.67 × in the ratio (its order turned round)."""
+    e = PublishedRun(model="m", gpu="g", tensor_parallel_size=8, pipeline_parallel_size=1, dp_attention=False,
+                     weights="fp8", prompt_bin=1, metric="ttft", rows=12, sources=("S",), engines=("sglang", "trtllm"),
+                     input_len_min=6553, input_len_max=7372, in_flight_min=1.0, in_flight_max=64.0,
+                     median_error=-0.5, low_error=-0.6, high_error=-0.4)
+    assert (e.ratio, e.ratio_low, e.ratio_high) == pytest.approx((2.0, 1 / 0.6, 2.5))
+    assert published_run_text(e.model_dump()) == (
+        "TTFT measured 2.00 × the model's figure at the median (10–90 %: 1.67–2.50 ×): 12 rows, prompts of "
+        "6,553–7,372 tokens, 1–64 in flight, sglang, trtllm")
 
 
 def test_a_table_cell_states_each_metrics_ratio_and_the_rows():
-    """Medians −0.5 and +0.25 are measured 2.00 × and 0.80 × the model's figures; no entry is "—"."""
-    entries = [{"metric": "ttft", "median_error": -0.5, "rows": 12},
-               {"metric": "tpot", "median_error": 0.25, "rows": 9}]
+    """Runs that measured 2 × and 0.8 × the model's figures, the larger entry of 12 rows; no entry is "—"."""
+    entries = [{"metric": "ttft", "ratio": 2.0, "rows": 12}, {"metric": "tpot", "ratio": 0.8, "rows": 9}]
     assert published_ratios_text(entries) == "TTFT ×2.00, TPOT ×0.80 (12 rows)"
     assert published_ratios_text([]) == "—"
 
@@ -121,7 +126,8 @@ def test_the_shipped_file_is_current():
                                   {s.source_id: s.publisher for s in load_sources().values()})
     shipped = load_published_runs().run
     assert len(shipped) == len(fresh)
+    rounded = {"median_error", "low_error", "high_error", "in_flight_min", "in_flight_max",
+               *PublishedRun.model_computed_fields}  # stored to 4 significant digits, or derived from those
     for a, b in zip(shipped, fresh, strict=True):
-        assert a.model_dump(exclude={"median_error", "low_error", "high_error", "in_flight_min", "in_flight_max"}) \
-            == b.model_dump(exclude={"median_error", "low_error", "high_error", "in_flight_min", "in_flight_max"})
+        assert a.model_dump(exclude=rounded) == b.model_dump(exclude=rounded)
         assert a.median_error == pytest.approx(b.median_error, rel=5e-4)   # the file keeps 4 significant digits
