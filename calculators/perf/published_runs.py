@@ -111,11 +111,6 @@ def prompt_bin_label(index: int) -> str:
     return f"> {edges[-1]:,}" if index == len(edges) else f"{edges[index - 1] + 1:,}–{edges[index]:,}"
 
 
-def weight_format(model: ModelSpec, quantization: str | None) -> str:
-    """The weights in use, as the entries name them: the checkpoint's format unless another is chosen."""
-    return resolve_quantization(model, quantization)
-
-
 @cache
 def load_published_runs() -> PublishedRunsFile:
     """The shipped file, validated (a bad entry is refused with its field)."""
@@ -130,7 +125,7 @@ def published_runs(model: ModelSpec, gpu_id: str, tensor_parallel_size: int, qua
     data-parallel or not) with these weights at prompts the size of ``input_len``, one per metric the corpus
     measured, TTFT, TPOT, then throughput (none where it ran no such setup)."""
     key = (model.id, gpu_id, tensor_parallel_size, pipeline_parallel_size, dp_attention,
-           weight_format(model, quantization), prompt_bin(input_len))
+           resolve_quantization(model, quantization), prompt_bin(input_len))
     found = [e for e in load_published_runs().run
              if (e.model, e.gpu, e.tensor_parallel_size, e.pipeline_parallel_size, e.dp_attention, e.weights,
                  e.prompt_bin) == key]
@@ -142,7 +137,7 @@ def published_run_entries(loso: pd.DataFrame, publishers: dict[str, str]) -> lis
     per compared row and metric, ``loso_error`` its held-out signed error), grouped by setup, prompt bin and
     metric; ``publishers`` names each source."""
     import pandas as pd
-    f = loso.assign(weights=[weight_format(get_model(m), None if pd.isna(q) else str(q))
+    f = loso.assign(weights=[resolve_quantization(get_model(m), None if pd.isna(q) else str(q))
                              for m, q in zip(loso["model_id"], loso["quantization"], strict=True)],
                     prompt_bin=[prompt_bin(i) for i in loso["input_len"]])
     out = []
@@ -165,5 +160,4 @@ def published_run_entries(loso: pd.DataFrame, publishers: dict[str, str]) -> lis
 
 __all__ = ["METRIC_ORDER", "MIN_ROWS_FOR_SPREAD", "PROMPT_BIN_EDGES", "PUBLISHED_RUNS_FILE", "PublishedRun",
            "PublishedRunsFile", "load_published_runs", "prompt_bin", "prompt_bin_label", "published_run_entries",
-           "published_runs",
-           "weight_format"]
+           "published_runs"]
