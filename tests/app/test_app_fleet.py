@@ -150,3 +150,21 @@ def test_a_moe_fleet_ranks_data_parallel_attention_layouts_and_names_them(make_a
         best.gpu, best.tensor_parallel_size, "yes" if best.dp_attention else "", best.replicas, best.batch_size)
     assert at.selectbox(key="fleet_layout").value == "H200-SXM · TP8×PP1 · DP attention"
     assert any("--data-parallel-size 8" in c.value for c in at.code)
+
+
+def test_the_chosen_layout_shows_what_the_public_runs_of_its_setup_measured(make_app):
+    """DeepSeek-R1 at 1,000 / 1,000 tokens: the chosen layout is one the public corpus ran, and its runs' held-out
+    ratios sit under its bands, as in the quote."""
+    import re
+
+    from calculators.report.perf import published_runs_lines, setup_published_runs
+    at = make_app(model="deepseek-ai/DeepSeek-R1", gpu="B200", tp="8", **{"in": "1000", "out": "1000", "rate": "2"})
+    at.switch_page("views/fleet.py").run(timeout=300)
+    assert not at.exception
+    gpu, tp, pp = re.match(r"(\S+) · TP(\d+)×PP(\d+)", at.selectbox(key="fleet_layout").value).groups()
+    dp = at.selectbox(key="fleet_layout").value.endswith("DP attention")
+    entries = setup_published_runs(get_model("deepseek-ai/DeepSeek-R1"), gpu, int(tp), None, 1000,
+                                   pipeline_parallel_size=int(pp), dp_attention=dp)
+    assert entries  # a setup the corpus ran
+    note = next(c.value for c in at.caption if c.value.startswith("Public runs of this setup"))
+    assert all(line in note for line in published_runs_lines(entries)[1:])
