@@ -73,6 +73,9 @@ def slot_time_s(pm: PerformanceModel, e2e_latency_s: ArrayLike) -> np.ndarray:
 
 POISSON_TAIL = 1e-9
 """Poisson mass the step-time average leaves out, and the overflow below which no prompt is counted as waiting."""
+SUM_BLOCK_ELEMENTS = 1 << 20
+"""Elements (values of ``k`` × the arrays' size) the closed loop's sum over ``k`` computes at once: a bound on its
+memory, 8 MiB per array."""
 
 
 def closed_loop_tpot_s(pm: PerformanceModel, concurrency: ArrayLike, input_len: ArrayLike,
@@ -110,24 +113,46 @@ def closed_loop_steps_s(pm: PerformanceModel, concurrency: ArrayLike, input_len:
     width = 8 * np.sqrt(np.max(lam)) + 8
     first = max(0, int(np.floor(np.min(lam) - width)))
     last = min(int(np.ceil(np.max(lam) + width)), int(np.max(full)) - 1)
-    shape = np.broadcast_shapes(n.shape, i.shape, o.shape)
-    step = below = k_below = np.zeros(shape)
-    median = np.full(shape, np.nan)
-    log_lam = np.log(np.maximum(lam, 1e-300))
-    for k in range(first, last + 1):
-        prob = np.where(k < full, np.exp(k * log_lam - lam - math.lgamma(k + 1)), 0.0)
-        this = pm.mixed_step_time_s(n, i + o / 2, k * i, i)
-        step = step + prob * this
-        below, k_below = below + prob, k_below + k * prob
-        median = np.where(np.isnan(median) & (below >= 0.5), this, median)
+    full_step = pm.mixed_step_time_s(n, i + o / 2, room, i)  # its shape: the inputs' and the model's arrays'
+    step, below, k_below, median = _poisson_steps(pm, n, i, o, lam, full, range(first, last + 1), full_step.shape)
     tail = np.clip(1.0 - below, 0.0, 1.0)  # P(K ≥ k*): every prompt beyond the budget waits
-    full_step = pm.mixed_step_time_s(n, i + o / 2, room, i)
     step = step + tail * full_step
     overflow = np.maximum(i * (lam - k_below) - room * tail, 0.0)
     rest = overflow * o / i  # prompts per cycle that fit no mixed step
     # below the sum's own 1e-9 truncation it is rounding, not a prompt that waits for a prefill-only step
     extra = np.where(rest > POISSON_TAIL, pm.prefill_time_s(i, np.maximum(rest, POISSON_TAIL)), 0.0)
     return step + extra / o, np.where(np.isnan(median), full_step, median)
+
+
+def _poisson_steps(pm: PerformanceModel, n: np.ndarray, i: np.ndarray, o: np.ndarray, lam: np.ndarray,
+                   full: np.ndarray, ks: range, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """:func:`closed_loop_steps_s`' sum over ``k`` prompts per step: ``Σ p_k · step(k)``, ``Σ p_k``, ``Σ k · p_k``
+    and the step at the first ``k`` whose CDF reaches one half (NaN where none does) [s]. ``shape`` is a step's:
+    the inputs' broadcast with the model's own arrays (a calibration's grid of efficiencies).
+
+    The steps of every ``k`` are one call of the model, over a new leading axis of ``k`` ahead of every axis of
+    ``shape`` (a block of them at a time, so that the arrays stay within :data:`SUM_BLOCK_ELEMENTS`), and the sums
+    run over that axis in the order of ``k`` (``cumsum`` from the previous block's total): the same additions, in
+    the same order, as one ``k`` at a time."""
+    step = below = k_below = np.zeros(shape)
+    median = np.full(shape, np.nan)
+    log_lam = np.log(np.maximum(lam, 1e-300))
+    per_block = max(1, SUM_BLOCK_ELEMENTS // max(1, math.prod(shape)))
+    for start in range(ks.start, ks.stop, per_block):
+        block = np.arange(start, min(start + per_block, ks.stop))
+        k = block.astype(np.float64).reshape((-1,) + (1,) * len(shape))
+        lgamma = np.array([math.lgamma(x + 1) for x in block]).reshape(k.shape)
+        prob = np.where(k < full, np.exp(k * log_lam - lam - lgamma), 0.0)
+        this = pm.mixed_step_time_s(n, i + o / 2, k * i, i)
+        prob, this = np.broadcast_arrays(prob, this)
+        run = np.cumsum(np.concatenate([np.broadcast_to(below, prob.shape[1:])[None], prob]), axis=0)[1:]
+        step = np.cumsum(np.concatenate([np.broadcast_to(step, prob.shape[1:])[None], prob * this]), axis=0)[-1]
+        k_below = np.cumsum(np.concatenate([np.broadcast_to(k_below, prob.shape[1:])[None], k * prob]), axis=0)[-1]
+        reached = run >= 0.5
+        first = np.take_along_axis(this, np.argmax(reached, axis=0)[None], axis=0)[0]
+        median = np.where(np.isnan(median) & reached.any(axis=0), first, median)
+        below = run[-1]
+    return step, below, k_below, median
 
 
 def _steady(pm: PerformanceModel, n: np.ndarray, i: np.ndarray, o: np.ndarray, *,

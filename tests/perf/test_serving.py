@@ -102,6 +102,26 @@ def test_closed_loop_at_any_load_is_each_element_on_its_own_and_quick():
     assert np.isfinite(one[1]) and one[1] > one[0]
 
 
+def test_the_sum_over_prompts_per_step_is_the_same_in_blocks(monkeypatch):
+    """The Poisson sum runs in blocks of ``k`` to bound its memory; blocks of one ``k`` (the loop it replaced) give
+    the same mean and median steps to the last bit, at loads whose sums span tens of terms (λ = 64/20 … 1,024/20),
+    and for a model that carries an array of its own (a calibration's grid of compute efficiencies)."""
+    from dataclasses import replace
+
+    from calculators.perf import serving
+    from calculators.perf.roofline import Efficiencies
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM"))
+    grid = replace(r, efficiencies=Efficiencies(compute=np.linspace(0.3, 0.9, 7)[:, None]))
+    n, i = np.array([1.0, 64.0, 256.0, 1024.0]), np.array([500.0, 2000.0, 2000.0, 6000.0])
+    whole = [serving.closed_loop_steps_s(m, n, i, 20) for m in (r, grid)]
+    monkeypatch.setattr(serving, "SUM_BLOCK_ELEMENTS", 1)
+    for m, (mean, median) in zip((r, grid), whole, strict=True):
+        one_by_one = serving.closed_loop_steps_s(m, n, i, 20)
+        assert mean.shape == one_by_one[0].shape == median.shape
+        assert np.array_equal(mean, one_by_one[0]) and np.array_equal(median, one_by_one[1])
+    assert whole[1][0].shape == (7, 4)
+
+
 def test_closed_loop_beyond_the_running_cap_waits_for_a_slot():
     m = serving_metrics(PM, 24, 100, 50, max_running=8)
     # 8 run as in the closed loop of 8 above (R = 25.8 + 49 × 11.6 = 594.2 ms, 8/R requests/s); the other 16
