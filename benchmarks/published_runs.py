@@ -41,14 +41,15 @@ def _value(v: object) -> str:
 def published_runs_toml() -> str:
     """The file's text, from today's corpus and the shipped fit's held-out refits."""
     frame = measurements_frame()
-    pred = predict(screen(frame).rows)
+    rows = screen(frame).rows
+    pred = predict(rows)
     loso = loso_rows(pred, shipped_refits(pred))  # each source predicted by the fit that never saw it
     publishers = {s.source_id: s.publisher for s in load_sources().values()}
     lines = ["# What the public runs of each setup measured against the model, held out of the fit.",
              "# Written by benchmarks/published_runs.py; method in docs/performance-model.md §11.",
              f'written = "{dt.date.today().isoformat()}"', f'fit = "{load_fit().fitted.isoformat()}"',
              f'corpus = "public measurement corpus (docs/performance-model.md §11): {len(frame)} rows, '
-             f'{frame["source_id"].nunique()} sources, {len(screen(frame).rows)} comparable"',
+             f'{frame["source_id"].nunique()} sources, {len(rows)} comparable"',
              'method = "median and 10th/90th percentile of predicted / measured - 1 per model, GPU, weight format, '
              'prompt size and metric, each row predicted by coefficients refitted without its source"', ""]
     for e in published_run_entries(loso, publishers):

@@ -94,14 +94,6 @@ def band_lines(p) -> list[str]:
     return lines
 
 
-def published_runs_of(model, p, w, efficiencies) -> list[dict]:
-    """What the public runs of the chosen layout's setup measured against the model (none for a calibration)."""
-    from calculators.report.perf import setup_published_runs
-    return setup_published_runs(model, p.gpu, p.tensor_parallel_size, p.weights, w.input_len,
-                                pipeline_parallel_size=p.pipeline_parallel_size, dp_attention=p.dp_attention,
-                                efficiencies=efficiencies)
-
-
 def sim_check_frame(check):
     """Plan and simulator side by side [ms] with the gap."""
     import pandas as pd

@@ -18,6 +18,7 @@ from calculators.planning.fleet import (
     unbounded_tpot_note,
 )
 from calculators.planning.sizing import sizing_sentence
+from calculators.report.perf import layout_published_runs
 from calculators.specs.catalog import get_gpu
 
 
@@ -43,7 +44,7 @@ def cmd_plan(a: argparse.Namespace) -> int:
                          "shares of a request cycle",
            "layouts": [{**p.as_dict(), "pareto": (p.gpu, p.layout) in front}
                        for p in plans],
-           "published_runs": _published_runs(model, closest_plan(plans), w)}
+           "published_runs": layout_published_runs(model, closest_plan(plans), w.input_len)}
     if a.quote:
         _write_quote(a, model, gpus, w, plans, sizing)
     if a.json:
@@ -51,15 +52,6 @@ def cmd_plan(a: argparse.Namespace) -> int:
         return 0
     _print_table(a, model, w, plans, doc)
     return 0
-
-
-def _published_runs(model, plan: LayoutPlan | None, w: Workload) -> list[dict]:
-    """What the public runs of the recommended layout's setup measured against the model (the quote's list)."""
-    from calculators.report.perf import setup_published_runs
-    if plan is None or not plan.fits:
-        return []
-    return setup_published_runs(model, plan.gpu, plan.tensor_parallel_size, plan.weights, w.input_len,
-                                pipeline_parallel_size=plan.pipeline_parallel_size, dp_attention=plan.dp_attention)
 
 
 def _tpot_note(w: Workload, plans: list[LayoutPlan]) -> str | None:

@@ -12,6 +12,7 @@ from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_bat
 from calculators.perf.published_runs import published_runs
 from calculators.perf.roofline import Efficiencies, Roofline, crossover_batch_size, ridge_point
 from calculators.perf.serving import open_loop_metrics, serving_metrics, static_batch_metrics
+from calculators.planning.fleet import LayoutPlan
 from calculators.specs.schema import ModelSpec
 from calculators.vllm.concurrency import batch_limit, replica_capacity, running_footprint_tokens
 
@@ -68,6 +69,17 @@ def setup_published_runs(model: ModelSpec, gpu_id: str, tensor_parallel_size: in
     return [{**e.model_dump(), "text": published_run_text(e.model_dump())}
             for e in published_runs(model, gpu_id, tensor_parallel_size, quantization, input_len,
                                     pipeline_parallel_size=pipeline_parallel_size, dp_attention=dp_attention)]
+
+
+def layout_published_runs(model: ModelSpec, plan: LayoutPlan | None, input_len: float,
+                          efficiencies: Efficiencies | None = None) -> list[dict]:
+    """:func:`setup_published_runs` of a fleet plan's layout (none where it does not fit): what the Fleet planner,
+    ``llmcap plan`` and the quote show beside the chosen layout."""
+    if plan is None or not plan.fits:
+        return []
+    return setup_published_runs(model, plan.gpu, plan.tensor_parallel_size, plan.weights, input_len,
+                                pipeline_parallel_size=plan.pipeline_parallel_size, dp_attention=plan.dp_attention,
+                                efficiencies=efficiencies)
 
 
 def published_runs_lines(entries: list[dict]) -> list[str]:

@@ -37,7 +37,7 @@ from calculators.report.explain_fleet import (
     serve_line,
     vllm_source,
 )
-from calculators.report.perf import published_runs_lines, setup_published_runs
+from calculators.report.perf import layout_published_runs, published_runs_lines
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.versions import DEFAULT_VLLM_VERSION
 
@@ -145,7 +145,7 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
     sources += efficiency_sources(efficiencies or Efficiencies(), efficiency_source, chosen_gpu,
                                   plan.compute_dtype if plan is not None and plan.compute_dtype else "bf16")
     fits = bool(plan and plan.fits)
-    published = _published(model, plan, w, efficiencies) if fits and plan else []
+    published = layout_published_runs(model, plan, w.input_len, efficiencies)
     sources += published_run_sources(published)
     return {
         "schema_version": SCHEMA_VERSION, "date": (date or dt.date.today()).isoformat(),
@@ -168,13 +168,6 @@ def published_run_sources(entries: list[dict]) -> list[str]:
     from calculators.perf.measurements import load_sources
     named = {s for e in entries for s in e["sources"]}
     return [f"public serving runs: {s.publisher}, {s.urls[0]}" for s in load_sources().values() if s.publisher in named]
-
-
-def _published(model: ModelSpec, plan: LayoutPlan, w: Workload, efficiencies: Efficiencies | None) -> list[dict]:
-    """What the public runs of the chosen layout's setup measured against the model (none for a calibration)."""
-    return setup_published_runs(model, plan.gpu, plan.tensor_parallel_size, plan.weights, w.input_len,
-                                pipeline_parallel_size=plan.pipeline_parallel_size, dp_attention=plan.dp_attention,
-                                efficiencies=efficiencies)
 
 
 def _optional(line: str | None) -> list[str]:
