@@ -42,7 +42,35 @@ MIN_ROWS_FOR_SPREAD = 5
 """Rows an entry needs before its 10th–90th percentile errors are stated."""
 
 
-class PublishedRun(BaseModel):
+class HeldOutRatios:
+    """The measured ÷ model ratios of a group of held-out rows, from its ``median_error``, ``low_error`` and
+    ``high_error`` (held-out ``predicted / measured − 1``: the median and the 10th and 90th percentiles)."""
+
+    if TYPE_CHECKING:  # the fields of the models that mix it in (declared there, in their own order)
+        median_error: float
+        low_error: float | None
+        high_error: float | None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ratio(self) -> float:
+        """Measured ÷ the model's figure at the median, ``1 / (1 + median_error)`` [×]."""
+        return 1 / (1 + self.median_error)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ratio_low(self) -> float | None:
+        """Measured ÷ the model's figure at the 10th percentile of the ratio (the 90th of the error) [×]."""
+        return None if self.high_error is None else 1 / (1 + self.high_error)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ratio_high(self) -> float | None:
+        """The 90th percentile of the ratio (the 10th of the error) [×]."""
+        return None if self.low_error is None else 1 / (1 + self.low_error)
+
+
+class PublishedRun(HeldOutRatios, BaseModel):
     """One setup's public rows against the model, for one metric (errors as fractions, held out)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -66,24 +94,6 @@ class PublishedRun(BaseModel):
     median_error: float = Field(gt=-1, description="held-out predicted / measured − 1, median over the rows")
     low_error: float | None = Field(default=None, gt=-1, description="10th percentile; None below MIN_ROWS_FOR_SPREAD")
     high_error: float | None = Field(default=None, gt=-1, description="90th percentile")
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def ratio(self) -> float:
-        """Measured ÷ the model's figure at the median, ``1 / (1 + median_error)`` [×]."""
-        return 1 / (1 + self.median_error)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def ratio_low(self) -> float | None:
-        """Measured ÷ the model's figure at the 10th percentile of the ratio (the 90th of the error) [×]."""
-        return None if self.high_error is None else 1 / (1 + self.high_error)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def ratio_high(self) -> float | None:
-        """The 90th percentile of the ratio (the 10th of the error) [×]."""
-        return None if self.low_error is None else 1 / (1 + self.low_error)
 
 
 class PublishedRunsFile(BaseModel):
