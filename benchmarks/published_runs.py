@@ -4,8 +4,8 @@
 
 Every comparable row of the public measurement corpus is predicted by the coefficients refitted without its source
 (the refits ``performance_fit.toml`` stores, as ``llmcap accuracy`` uses them), and the held-out errors are
-summarised per model, GPU, tensor-parallel size, weight format, prompt size and metric
-(``calculators.perf.published_runs``; docs/performance-model.md §11). Re-run it with
+summarised per model, GPU, tensor-parallel size, weight format, prompt size and metric, and per GPU family and
+metric (``calculators.perf.published_runs``; docs/performance-model.md §11). Re-run it with
 ``benchmarks/fit_timing_bands.py`` whenever the model's terms, its coefficients or the corpus change; ``--check``
 prints the file without writing it. About 10 s.
 """
@@ -28,6 +28,7 @@ from calculators.perf.published_runs import (  # noqa: E402
     PUBLISHED_RUNS_FILE,
     PublishedRun,
     PublishedRunsFile,
+    family_run_entries,
     published_run_entries,
 )
 
@@ -52,9 +53,11 @@ def published_runs_toml() -> str:
              f'{frame["source_id"].nunique()} sources, {len(rows)} comparable"',
              'method = "median and 10th/90th percentile of predicted / measured - 1 per model, GPU, weight format, '
              'prompt size and metric, each row predicted by coefficients refitted without its source"', ""]
-    for e in published_run_entries(loso, publishers):
-        stored = e.model_dump(exclude=set(PublishedRun.model_computed_fields))  # the ratios follow from the errors
-        lines += ["[[run]]", *(f"{k} = {_value(v)}" for k, v in stored.items() if v is not None), ""]
+    for table, entries in (("run", published_run_entries(loso, publishers)),
+                           ("family", family_run_entries(loso, publishers))):
+        for e in entries:
+            stored = e.model_dump(exclude=set(PublishedRun.model_computed_fields))  # the ratios follow from the errors
+            lines += [f"[[{table}]]", *(f"{k} = {_value(v)}" for k, v in stored.items() if v is not None), ""]
     return "\n".join(lines)
 
 
@@ -68,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         print(text)
     else:
         OUT.write_text(text, encoding="utf-8")
-        print(f"wrote {OUT.relative_to(ROOT)} ({text.count('[[run]]')} entries)")
+        print(f"wrote {OUT.relative_to(ROOT)} ({text.count('[[run]]')} setup entries, "
+              f"{text.count('[[family]]')} family entries)")
     return 0
 
 

@@ -102,7 +102,8 @@ def band_caption(tpot_s: float | None = None, ttft_s: float | None = None,
 
 def published_runs_note(entries: list[dict]) -> None:
     """What the public runs of this very setup measured against the model (the perf document's
-    ``published_runs``), one line per metric under their sources; nothing where the corpus ran no such setup."""
+    ``published_runs``), or, where the corpus ran none, every run on the GPU's family (``family_runs``), one line per
+    metric under their sources; nothing without entries."""
     from calculators.report.perf import published_runs_heading
     if entries:
         heading = published_runs_heading(entries)

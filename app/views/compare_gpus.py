@@ -10,7 +10,7 @@ from calculators.errors import InvalidInputError
 from calculators.planning.costs import COST_LABELS
 from calculators.planning.fleet import closest_plan, gpu_price, slo_text
 from calculators.report.explain_fleet import fitted_runs
-from calculators.report.perf import layout_published_runs, published_ratios_text
+from calculators.report.perf import layout_family_runs, layout_published_runs, published_ratios_text
 
 
 def _band_ms(low_s: float | None, high_s: float | None) -> str:
@@ -57,7 +57,8 @@ def render() -> None:
                      "TPOT [ms]": best.tpot_s * 1e3,
                      "TPOT 80 % band [ms]": _band_ms(best.tpot_band_low_s, best.tpot_band_high_s),
                      "public runs: measured ÷ model": published_ratios_text(
-                         layout_published_runs(model, best, w.input_len, kw["efficiencies"])),
+                         layout_published_runs(model, best, w.input_len, kw["efficiencies"])
+                         or layout_family_runs(best, kw["efficiencies"])),
                      "meets SLO": best.meets_slo})
     frame = pd.DataFrame(rows)
     st.subheader("Best layout per GPU type")

@@ -26,7 +26,7 @@ from calculators.planning.fleet import (
 from calculators.planning.pools import PoolSpec, plan_pools
 from calculators.planning.sizing import sizing_sentence
 from calculators.report.explain_fleet import math_chain, math_disagg, serve_line
-from calculators.report.perf import layout_published_runs
+from calculators.report.perf import layout_family_runs, layout_published_runs
 from calculators.report.quote import quote_document, quote_html, quote_pdf, ranked_csv, ranked_json
 
 
@@ -102,7 +102,8 @@ def _chosen(model, fitting: list, w, served: str, cap: float, n_plus_one: bool, 
     t[3].metric("p99 TTFT / TPOT [ms]", f"{chosen.ttft_p99_s * 1e3:,.0f} / {chosen.tpot_s * 1e3:.1f}",
                 help="time to first token (99th percentile, queueing included) / time per output token")
     st.markdown("\n".join(f"- {line}" for line in fc.band_lines(chosen)))
-    widgets.published_runs_note(layout_published_runs(model, chosen, w.input_len, efficiencies))
+    widgets.published_runs_note(layout_published_runs(model, chosen, w.input_len, efficiencies)
+                                or layout_family_runs(chosen, efficiencies))
     st.code(serve_line(chosen, model.id, served), language="bash", wrap_lines=True)
     for note in chosen.notes:
         st.caption(note)

@@ -64,7 +64,7 @@ def _throughput_latency(summ: dict, gpu) -> None:
     c[3].metric("TPOT [ms]", f"{p['tpot_s'] * 1e3:,.2f}", help=GLOSSARY["tpot"])
     c[4].metric("End-to-end [s]", f"{p['e2e_latency_s']:,.2f}", help=GLOSSARY["e2e"])
     widgets.band_caption(p["tpot_s"], p["ttft_s"], p["output_tokens_per_s"], gpu, summ["shipped"])
-    widgets.published_runs_note(p["published_runs"])
+    widgets.published_runs_note(p["published_runs"] or p["family_runs"])
     used = ("the recommended max_num_seqs, fully used" if summ["pools"] == 1 else
             f"the recommended max_num_seqs on each of the {summ['pools']} data-parallel ranks")
     st.caption(f"With {p['batch_size']:,} requests in flight ({used}), "

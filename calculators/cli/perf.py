@@ -5,7 +5,7 @@ import argparse
 import json
 
 from calculators.cli.flags import add_perf, roofline
-from calculators.report.perf import factors_text, knee_document, perf_document, published_runs_heading
+from calculators.report.perf import factors_text, knee_document, perf_document, published_runs_lines
 from calculators.validation import positive_int
 from calculators.vllm.versions import serve_defaults
 
@@ -40,10 +40,8 @@ def cmd_perf(a: argparse.Namespace) -> int:
           f"KV cache holds {doc['kv_batch_limit']} such sequences whole, "
           f"{doc['kv_running_limit']} at their mean length")
     print(f"  {_band_line(doc)}")
-    if doc["published_runs"]:
-        print(f"  {published_runs_heading(doc['published_runs'])}")
-    for e in doc["published_runs"]:
-        print(f"    {e['text']}")
+    for i, line in enumerate(published_runs_lines(doc["published_runs"] or doc["family_runs"])):
+        print(f"  {'  ' if i else ''}{line}")
     if "warning" in doc:
         print(f"  warning: {doc['warning']}")
     return 0

@@ -18,7 +18,7 @@ from calculators.planning.fleet import (
     unbounded_tpot_note,
 )
 from calculators.planning.sizing import sizing_sentence
-from calculators.report.perf import layout_published_runs
+from calculators.report.perf import layout_family_runs, layout_published_runs
 from calculators.specs.catalog import get_gpu
 
 
@@ -44,7 +44,8 @@ def cmd_plan(a: argparse.Namespace) -> int:
                          "shares of a request cycle",
            "layouts": [{**p.as_dict(), "pareto": (p.gpu, p.layout) in front}
                        for p in plans],
-           "published_runs": layout_published_runs(model, closest_plan(plans), w.input_len)}
+           "published_runs": layout_published_runs(model, closest_plan(plans), w.input_len),
+           "family_runs": layout_family_runs(closest_plan(plans))}
     if a.quote:
         _write_quote(a, model, gpus, w, plans, sizing)
     if a.json:
@@ -93,10 +94,10 @@ def _print_table(a: argparse.Namespace, model, w: Workload, plans: list[LayoutPl
               f"{p.output_tokens_per_s_per_gpu:9.0f}  {'yes' if p.meets_slo else 'no: ' + p.message}")
     print("$/1M out = " + COST_LABELS["usd_per_million_output_tokens"] + "; --json has every cost: "
           + ", ".join(COST_LABELS.values()))
-    if doc["published_runs"]:
+    if doc["published_runs"] or doc["family_runs"]:
         from calculators.report.perf import published_runs_lines
-        first, *lines = published_runs_lines(doc["published_runs"])
-        print(f"the recommended layout's {first}")
+        first, *lines = published_runs_lines(doc["published_runs"] or doc["family_runs"])
+        print(f"the recommended layout: {first}")
         for line in lines:
             print(f"  {line}")
 

@@ -12,7 +12,12 @@ more, and the sources, engines, prompt lengths and loads they cover. The entries
 ``benchmarks/published_runs.py`` into ``calculators/data/published_runs.toml`` (validated on load) from the shipped
 fit; they describe the shipped model, not a calibration.
 
-Pure: pydantic and NumPy at import; pandas only in :func:`published_run_entries`, for the script.
+Where the corpus ran no such setup, the next thing known is how the model fares on the GPU's family: a second kind
+of entry (:class:`FamilyRuns`) summarises the same held-out errors over every row on a GPU family, whatever the
+model or layout. The accuracy report's per-family bias of the held-out rows is that entry's median (on the Ada
+GPUs, TTFT 24 % high: the model is the more pessimistic there; on Blackwell, 15 % low).
+
+Pure: pydantic and NumPy at import; pandas only in the functions that build the entries, for the script.
 """
 from __future__ import annotations
 
@@ -24,9 +29,9 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from calculators.memory.weights import resolve_quantization
-from calculators.perf.coefficients import parse_toml_as
+from calculators.perf.coefficients import gpu_family, parse_toml_as
 from calculators.specs.catalog import get_model
-from calculators.specs.schema import ModelSpec
+from calculators.specs.schema import GPUSpec, ModelSpec
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -96,8 +101,26 @@ class PublishedRun(HeldOutRatios, BaseModel):
     high_error: float | None = Field(default=None, gt=-1, description="90th percentile")
 
 
+class FamilyRuns(HeldOutRatios, BaseModel):
+    """Every public row on one GPU family against the model, for one metric (errors as fractions, held out): what
+    is known of the model's error on a setup the corpus did not run, on GPUs of this family."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpu_family: str = Field(min_length=1, description="the fit's family label, e.g. 'NVIDIA Hopper'")
+    metric: str = Field(pattern="^(tpot|ttft|throughput)$")
+    rows: int = Field(ge=1)
+    models: int = Field(ge=1, description="distinct catalog models among the rows")
+    sources: tuple[str, ...] = Field(min_length=1, description="publishers, as the corpus names them")
+    engines: tuple[str, ...] = Field(min_length=1)
+    median_error: float = Field(gt=-1, description="held-out predicted / measured − 1, median over the rows")
+    low_error: float | None = Field(default=None, gt=-1, description="10th percentile; None below MIN_ROWS_FOR_SPREAD")
+    high_error: float | None = Field(default=None, gt=-1, description="90th percentile")
+
+
 class PublishedRunsFile(BaseModel):
-    """The file: when and from which fit it was written, and its entries."""
+    """The file: when and from which fit it was written, and its entries: per setup (``run``) and per GPU family
+    (``family``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -106,6 +129,7 @@ class PublishedRunsFile(BaseModel):
     corpus: str = Field(min_length=1)
     method: str = Field(min_length=1)
     run: tuple[PublishedRun, ...] = ()
+    family: tuple[FamilyRuns, ...] = ()
 
 
 def prompt_bin(input_len: float) -> int:
@@ -142,6 +166,34 @@ def published_runs(model: ModelSpec, gpu_id: str, tensor_parallel_size: int, qua
     return sorted(found, key=lambda e: METRIC_ORDER.index(e.metric))
 
 
+def family_runs(gpu: GPUSpec) -> list[FamilyRuns]:
+    """The entries of ``gpu``'s family, one per metric the corpus measured on it, TTFT, TPOT, then throughput
+    (none for a family without public runs)."""
+    family = gpu_family(gpu.vendor, gpu.architecture)
+    found = [e for e in load_published_runs().family if e.gpu_family == family]
+    return sorted(found, key=lambda e: METRIC_ORDER.index(e.metric))
+
+
+def _spread(errors: pd.Series) -> tuple[float, float | None, float | None]:
+    """The median and, from :data:`MIN_ROWS_FOR_SPREAD` rows, the 10th and 90th percentiles of held-out errors."""
+    if len(errors) < MIN_ROWS_FOR_SPREAD:
+        return float(errors.median()), None, None
+    return float(errors.median()), float(errors.quantile(0.1)), float(errors.quantile(0.9))
+
+
+def family_run_entries(loso: pd.DataFrame, publishers: dict[str, str]) -> list[FamilyRuns]:
+    """The entries of held-out predictions ``loso`` (as :func:`published_run_entries` takes them) grouped by GPU
+    family and metric."""
+    out = []
+    for (family, metric), g in loso.groupby(["gpu_family", "metric"], sort=True):
+        median, low, high = _spread(g["loso_error"].astype(float))
+        out.append(FamilyRuns(gpu_family=family, metric=metric, rows=len(g), models=int(g["model_id"].nunique()),
+                              sources=tuple(sorted({publishers[s] for s in g["source_id"]})),
+                              engines=tuple(sorted(set(g["engine"]))), median_error=median, low_error=low,
+                              high_error=high))
+    return out
+
+
 def published_run_entries(loso: pd.DataFrame, publishers: dict[str, str]) -> list[PublishedRun]:
     """The entries of held-out predictions ``loso`` (:func:`calculators.perf.accuracy.loso_rows`' frame: one row
     per compared row and metric, ``loso_error`` its held-out signed error), grouped by setup, prompt bin and
@@ -153,8 +205,7 @@ def published_run_entries(loso: pd.DataFrame, publishers: dict[str, str]) -> lis
     out = []
     keys = ["model_id", "catalog_gpu", "tp", "pp", "dp_attention", "weights", "prompt_bin", "metric"]
     for (model, gpu, tp, pp, dp, weights, pbin, metric), g in f.groupby(keys, sort=True):
-        e = g["loso_error"].astype(float)
-        spread = len(g) >= MIN_ROWS_FOR_SPREAD
+        median, low, high = _spread(g["loso_error"].astype(float))
         out.append(PublishedRun(
             model=model, gpu=gpu, tensor_parallel_size=int(tp), pipeline_parallel_size=int(pp), dp_attention=bool(dp),
             weights=weights, prompt_bin=int(pbin), metric=metric,
@@ -162,12 +213,10 @@ def published_run_entries(loso: pd.DataFrame, publishers: dict[str, str]) -> lis
             sources=tuple(sorted({publishers[s] for s in g["source_id"]})), engines=tuple(sorted(set(g["engine"]))),
             input_len_min=int(g["input_len"].min()), input_len_max=int(g["input_len"].max()),
             in_flight_min=float(g["predicted_batch"].min()), in_flight_max=float(g["predicted_batch"].max()),
-            median_error=float(e.median()),
-            low_error=float(e.quantile(0.1)) if spread else None,
-            high_error=float(e.quantile(0.9)) if spread else None))
+            median_error=median, low_error=low, high_error=high))
     return out
 
 
-__all__ = ["METRIC_ORDER", "MIN_ROWS_FOR_SPREAD", "PROMPT_BIN_EDGES", "PUBLISHED_RUNS_FILE", "PublishedRun",
-           "PublishedRunsFile", "load_published_runs", "prompt_bin", "prompt_bin_label", "published_run_entries",
-           "published_runs"]
+__all__ = ["METRIC_ORDER", "MIN_ROWS_FOR_SPREAD", "PROMPT_BIN_EDGES", "PUBLISHED_RUNS_FILE", "FamilyRuns",
+           "HeldOutRatios", "PublishedRun", "PublishedRunsFile", "family_run_entries", "family_runs",
+           "load_published_runs", "prompt_bin", "prompt_bin_label", "published_run_entries", "published_runs"]

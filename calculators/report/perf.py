@@ -9,11 +9,12 @@ import numpy as np
 from calculators.errors import InvalidInputError
 from calculators.perf.bands import band_factors, timing_band
 from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_batch, slo_batch
-from calculators.perf.published_runs import published_runs
+from calculators.perf.published_runs import family_runs, published_runs
 from calculators.perf.roofline import Efficiencies, Roofline, crossover_batch_size, ridge_point
 from calculators.perf.serving import open_loop_metrics, serving_metrics, static_batch_metrics
 from calculators.planning.fleet import LayoutPlan
-from calculators.specs.schema import ModelSpec
+from calculators.specs.catalog import get_gpu
+from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.concurrency import batch_limit, replica_capacity, running_footprint_tokens
 
 
@@ -82,41 +83,70 @@ def layout_published_runs(model: ModelSpec, plan: LayoutPlan | None, input_len: 
                                 efficiencies=efficiencies)
 
 
+def family_published_runs(gpu: GPUSpec, efficiencies: Efficiencies | None = None) -> list[dict]:
+    """What every public run on ``gpu``'s family measured against the shipped model, whatever the model or layout
+    (:func:`~calculators.perf.published_runs.family_runs`, errors held out of the fit), each with a ``text`` to
+    show: what is known of the model's error where the corpus ran no such setup. Empty for a caller's own
+    ``efficiencies`` or a calibration, and for a family without public runs."""
+    if efficiencies is not None and not efficiencies.is_shipped():
+        return []
+    return [{**e.model_dump(), "text": published_run_text(e.model_dump())} for e in family_runs(gpu)]
+
+
+def layout_family_runs(plan: LayoutPlan | None, efficiencies: Efficiencies | None = None) -> list[dict]:
+    """:func:`family_published_runs` of a fleet plan's GPU (none where it does not fit): what the pages show beside
+    the chosen layout where the corpus ran no such setup."""
+    if plan is None or not plan.fits:
+        return []
+    return family_published_runs(get_gpu(plan.gpu), efficiencies)
+
+
 def published_runs_lines(entries: list[dict]) -> list[str]:
-    """The heading and one line per entry; none without entries."""
+    """The heading and one line per entry (a setup's, or a GPU family's); none without entries."""
     return [published_runs_heading(entries), *(e["text"] for e in entries)] if entries else []
 
 
-def published_run_text(e: dict) -> str:
-    """One entry in words: "TTFT measured 1.94 × the model's figure at the median (10–90 %: 1.63–2.57 ×): 58 rows,
-    prompts of 3,750–7,372 tokens, 1–256 in flight, sglang, trtllm" (an entry's ``model_dump()``, ratios
-    measured ÷ predicted)."""
+def _ratio_text(e: dict) -> str:
+    """"TTFT measured 1.94 × the model's figure at the median (10–90 %: 1.63–2.57 ×)"."""
     spread = "" if e.get("ratio_low") is None else f" (10–90 %: {e['ratio_low']:.2f}–{e['ratio_high']:.2f} ×)"
+    return f"{_METRIC_NAMES[e['metric']]} measured {e['ratio']:.2f} × the model's figure at the median{spread}"
+
+
+def published_run_text(e: dict) -> str:
+    """One entry in words (an entry's ``model_dump()``, ratios measured ÷ predicted): a setup's, "TTFT measured
+    1.94 × the model's figure at the median (10–90 %: 1.63–2.57 ×): 58 rows, prompts of 3,750–7,372 tokens, 1–256 in
+    flight, sglang, trtllm"; a GPU family's, "…: 427 rows of 2 models, sglang, trtllm"."""
+    rows = f"{e['rows']:,} {'row' if e['rows'] == 1 else 'rows'}"
+    if "gpu_family" in e:
+        return (f"{_ratio_text(e)}: {rows} of {e['models']} {'model' if e['models'] == 1 else 'models'}, "
+                f"{', '.join(e['engines'])}")
     lengths = (f"{e['input_len_min']:,}" if e["input_len_min"] == e["input_len_max"]
                else f"{e['input_len_min']:,}–{e['input_len_max']:,}")
     load = (f"{e['in_flight_min']:,.0f}" if e["in_flight_min"] == e["in_flight_max"]
             else f"{e['in_flight_min']:,.0f}–{e['in_flight_max']:,.0f}")
-    return (f"{_METRIC_NAMES[e['metric']]} measured {e['ratio']:.2f} × the model's figure at the median{spread}: "
-            f"{e['rows']} {'row' if e['rows'] == 1 else 'rows'}, prompts of {lengths} tokens, {load} in flight, "
-            f"{', '.join(e['engines'])}")
+    return f"{_ratio_text(e)}: {rows}, prompts of {lengths} tokens, {load} in flight, {', '.join(e['engines'])}"
 
 
 def published_ratios_text(entries: list[dict]) -> str:
     """A setup's entries in a table cell: "TTFT ×1.94, TPOT ×1.27, output tokens/s ×0.75 (58 rows)", measured ÷
-    the model's figure at the median; "—" where the public corpus ran no such setup."""
+    the model's figure at the median; a GPU family's: "NVIDIA Ada, any setup: TTFT ×0.81, … (28 rows)"; "—"
+    without entries."""
     if not entries:
         return "—"
     ratios = ", ".join(f"{_METRIC_NAMES[e['metric']]} ×{e['ratio']:.2f}" for e in entries)
     rows = max(e["rows"] for e in entries)
-    return f"{ratios} ({rows:,} {'row' if rows == 1 else 'rows'})"
+    scope = f"{entries[0]['gpu_family']}, any setup: " if "gpu_family" in entries[0] else ""
+    return f"{scope}{ratios} ({rows:,} {'row' if rows == 1 else 'rows'})"
 
 
 def published_runs_heading(entries: list[dict]) -> str:
-    """The line above the entries: whose runs they are and how they were predicted."""
+    """The line above the entries: whose runs they are (this setup's, or, where the corpus ran none, every run on
+    the GPU's family) and how they were predicted."""
     from calculators.report.explain_fleet import PERF_PAGE
     sources = sorted({s for e in entries for s in e["sources"]})
-    return (f"public runs of this setup, each predicted by the fit without its source ({'; '.join(sources)}; "
-            f"{PERF_PAGE}, §11):")
+    scope = ("public runs of this setup" if "gpu_family" not in entries[0] else
+             f"no public run of this setup; public runs on {entries[0]['gpu_family']} GPUs, any model and layout")
+    return f"{scope}, each predicted by the fit without its source ({'; '.join(sources)}; {PERF_PAGE}, §11):"
 
 
 def factors_text(f: dict) -> str:
@@ -195,6 +225,7 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
     }
     doc["band_80"] = band_80(r, doc)
     doc["published_runs"] = published_runs_document(r, input_len)
+    doc["family_runs"] = family_published_runs(r.gpu, r.efficiencies)
     whole = (limit, f"sequences of {input_len + output_len} tokens")
     held, what = (running_limit, f"sequences at their mean length of {mean_len:,} tokens, vLLM preempting the "
                   "newest beyond") if mode == "concurrency" else whole

@@ -37,7 +37,7 @@ from calculators.report.explain_fleet import (
     serve_line,
     vllm_source,
 )
-from calculators.report.perf import layout_published_runs, published_runs_lines
+from calculators.report.perf import layout_family_runs, layout_published_runs, published_runs_lines
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.versions import DEFAULT_VLLM_VERSION
 
@@ -145,7 +145,8 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
     sources += efficiency_sources(efficiencies or Efficiencies(), efficiency_source, chosen_gpu,
                                   plan.compute_dtype if plan is not None and plan.compute_dtype else "bf16")
     fits = bool(plan and plan.fits)
-    published = layout_published_runs(model, plan, w.input_len, efficiencies)
+    published = (layout_published_runs(model, plan, w.input_len, efficiencies)
+                 or layout_family_runs(plan, efficiencies))  # the family's runs where none ran this setup
     sources += published_run_sources(published)
     return {
         "schema_version": SCHEMA_VERSION, "date": (date or dt.date.today()).isoformat(),

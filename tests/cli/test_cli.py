@@ -154,6 +154,21 @@ def test_plan_writes_the_quote_in_both_formats(tmp_path):
     assert not (tmp_path / "quote.docx").exists()
 
 
+def test_perf_and_plan_fall_back_to_the_public_runs_of_the_gpus_family():
+    """Llama-3.1-70B on four L40S: no public run of that setup, so ``perf`` prints what the runs on Ada GPUs (any
+    model and layout) measured against the model; both commands' JSON carry the family's entries."""
+    args = ("perf", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "L40S", "-tp", "4", "--input-len",
+            "2000", "--output-len", "300", "--concurrency", "16")
+    doc = json.loads(llmcap(*args, "--json").stdout)
+    assert doc["published_runs"] == [] and [e["metric"] for e in doc["family_runs"]] == ["ttft", "tpot", "throughput"]
+    text = llmcap(*args).stdout
+    assert "no public run of this setup; public runs on NVIDIA Ada GPUs, any model and layout" in text
+    assert all(f"    {e['text']}" in text for e in doc["family_runs"])
+    plan = json.loads(llmcap("plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "L40S", "--request-rate",
+                             "2", "--input-len", "2000", "--output-len", "300", "--json").stdout)
+    assert {e["gpu_family"] for e in plan["family_runs"]} == {"NVIDIA Ada"}
+
+
 def test_plan_conservative_costs_and_max_model_len():
     est = json.loads(llmcap(*PLAN, "--max-model-len", "16384", "--json").stdout)
     con = json.loads(llmcap(*PLAN, "--max-model-len", "16384", "--conservative", "--json").stdout)
@@ -178,5 +193,5 @@ def test_plan_states_what_the_public_runs_of_the_recommended_setup_measured():
     assert (best["gpu"], best["tensor_parallel_size"], best["dp_attention"]) == ("B200", 8, False)
     assert [e["metric"] for e in doc["published_runs"]] == ["ttft", "tpot", "throughput"]
     text = llmcap(*args).stdout
-    assert "the recommended layout's public runs of this setup" in text
+    assert "the recommended layout: public runs of this setup" in text
     assert all(f"  {e['text']}" in text for e in doc["published_runs"])

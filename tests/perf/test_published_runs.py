@@ -1,5 +1,6 @@
-"""What public runs of the same setup measured against the model: the summary of hand-made held-out rows worked by
-hand, the lookup of a user's setup, the shipped file refused when bad and kept current with the corpus."""
+"""What public runs of the same setup (or, where none ran it, of the GPU's family) measured against the model: the
+summary of hand-made held-out rows worked by hand, the lookup of a user's setup and GPU, the shipped file refused
+when bad and kept current with the corpus."""
 from __future__ import annotations
 
 import pandas as pd
@@ -9,8 +10,11 @@ from calculators.errors import InvalidInputError
 from calculators.perf.coefficients import parse_toml_as
 from calculators.perf.published_runs import (
     PUBLISHED_RUNS_FILE,
+    FamilyRuns,
     PublishedRun,
     PublishedRunsFile,
+    family_run_entries,
+    family_runs,
     load_published_runs,
     prompt_bin,
     prompt_bin_label,
@@ -18,7 +22,13 @@ from calculators.perf.published_runs import (
     published_runs,
 )
 from calculators.perf.roofline import Efficiencies, Roofline
-from calculators.report.perf import perf_document, published_ratios_text, published_run_text
+from calculators.report.perf import (
+    family_published_runs,
+    perf_document,
+    published_ratios_text,
+    published_run_text,
+    published_runs_heading,
+)
 from calculators.specs.catalog import get_gpu, get_model
 
 
@@ -54,6 +64,49 @@ def test_entries_summarise_each_setup_by_hand():
     assert (first.in_flight_min, first.in_flight_max, first.sources, first.weights) == (4, 20, ("Publisher A",), "none")
     assert (tp2.median_error, tp2.low_error, tp2.high_error) == (pytest.approx(0.25), None, None)
     assert (tp2.engines, tp2.sources) == (("sglang",), ("Publisher B",))
+
+
+def test_family_entries_summarise_every_row_on_a_family_by_hand():
+    """Six Hopper TTFT rows of two models, layouts, engines and sources are one entry: errors −60 … −10 %, median
+    −35 %, 10th percentile −60 + 0.5 × 10 = −55 %, 90th −15 %; four Ada rows state no spread; a metric is an entry
+    of its own."""
+    rows = pd.concat([
+        _loso([-0.6, -0.5, -0.4], gpu_family="NVIDIA Hopper"),
+        _loso([-0.3, -0.2, -0.1], gpu_family="NVIDIA Hopper", model_id="Qwen/Qwen3-8B", tp=4, source_id="b",
+              engine="sglang"),
+        _loso([0.1, 0.2, 0.3, 0.4], gpu_family="NVIDIA Ada", catalog_gpu="L40S"),
+        _loso([0.5], gpu_family="NVIDIA Ada", metric="tpot"),
+    ])
+    ada_tpot, ada_ttft, hopper = family_run_entries(rows, {"a": "Publisher A", "b": "Publisher B"})
+    assert (hopper.gpu_family, hopper.metric, hopper.rows, hopper.models) == ("NVIDIA Hopper", "ttft", 6, 2)
+    assert (hopper.median_error, hopper.low_error, hopper.high_error) == pytest.approx((-0.35, -0.55, -0.15))
+    assert (hopper.sources, hopper.engines) == (("Publisher A", "Publisher B"), ("sglang", "vllm"))
+    assert (ada_ttft.median_error, ada_ttft.low_error, ada_ttft.high_error) == (pytest.approx(0.25), None, None)
+    assert (ada_tpot.metric, ada_tpot.rows, ada_tpot.median_error) == ("tpot", 1, 0.5)
+
+
+def test_a_family_entry_reads_as_measured_over_predicted():
+    """A model 25 % high on a family (error +0.25) means its runs measured 0.80 × its figure."""
+    e = FamilyRuns(gpu_family="NVIDIA Ada", metric="ttft", rows=22, models=3, sources=("S", "T"),
+                   engines=("trtllm", "vllm"), median_error=0.25, low_error=-0.2, high_error=0.6)
+    assert (e.ratio, e.ratio_low, e.ratio_high) == pytest.approx((0.8, 1 / 1.6, 1.25))
+    entry = e.model_dump()
+    assert published_run_text(entry) == ("TTFT measured 0.80 × the model's figure at the median (10–90 %: "
+                                         "0.62–1.25 ×): 22 rows of 3 models, trtllm, vllm")
+    assert published_ratios_text([entry]) == "NVIDIA Ada, any setup: TTFT ×0.80 (22 rows)"
+    assert published_runs_heading([entry]).startswith(
+        "no public run of this setup; public runs on NVIDIA Ada GPUs, any model and layout, each predicted by the "
+        "fit without its source (S; T; ")
+
+
+def test_a_gpu_finds_its_familys_entries_in_metric_order():
+    ada = family_runs(get_gpu("L40S"))
+    assert [e.metric for e in ada] == ["ttft", "tpot", "throughput"]
+    assert {e.gpu_family for e in ada} == {"NVIDIA Ada"}
+    assert [e.metric for e in family_runs(get_gpu("H200"))] == ["ttft", "tpot", "throughput"]
+    assert family_runs(get_gpu("T4")) == []          # a family without public runs: nothing to show
+    own = Efficiencies(compute=0.3)
+    assert family_published_runs(get_gpu("L40S"), own) == []   # the entries describe the shipped model only
 
 
 def test_a_checkpoints_own_format_and_the_same_format_named_are_one_setup():
@@ -103,6 +156,8 @@ def test_the_perf_document_carries_them_for_the_shipped_model_only():
     assert doc["published_runs"][0]["text"].startswith("TTFT measured ")
     own = Roofline(get_model("deepseek-ai/DeepSeek-R1"), get_gpu("B200"), 8, efficiencies=Efficiencies(compute=0.3))
     assert perf_document(own, input_len=7372, output_len=922, concurrency=4)["published_runs"] == []
+    assert [e["gpu_family"] for e in doc["family_runs"]] == ["NVIDIA Blackwell"] * 3
+    assert perf_document(own, input_len=7372, output_len=922, concurrency=4)["family_runs"] == []
 
 
 def test_a_bad_entry_is_refused_with_its_field():
@@ -117,17 +172,20 @@ def test_a_bad_entry_is_refused_with_its_field():
 
 
 def test_the_shipped_file_is_current():
-    """The file is what benchmarks/published_runs.py writes from today's corpus and the shipped fit's refits."""
+    """The file is what benchmarks/published_runs.py writes from today's corpus and the shipped fit's refits: its
+    setup entries and its family entries."""
     from calculators.perf.accuracy import loso_rows, predict, shipped_refits
     from calculators.perf.comparable import comparable_rows
     from calculators.perf.measurements import load_sources
     pred = predict(comparable_rows())
-    fresh = published_run_entries(loso_rows(pred, shipped_refits(pred)),
-                                  {s.source_id: s.publisher for s in load_sources().values()})
-    shipped = load_published_runs().run
-    assert len(shipped) == len(fresh)
+    loso = loso_rows(pred, shipped_refits(pred))
+    publishers = {s.source_id: s.publisher for s in load_sources().values()}
+    shipped = load_published_runs()
     rounded = {"median_error", "low_error", "high_error", "in_flight_min", "in_flight_max",
                *PublishedRun.model_computed_fields}  # stored to 4 significant digits, or derived from those
-    for a, b in zip(shipped, fresh, strict=True):
-        assert a.model_dump(exclude=rounded) == b.model_dump(exclude=rounded)
-        assert a.median_error == pytest.approx(b.median_error, rel=5e-4)   # the file keeps 4 significant digits
+    for stored, fresh in ((shipped.run, published_run_entries(loso, publishers)),
+                          (shipped.family, family_run_entries(loso, publishers))):
+        assert len(stored) == len(fresh)
+        for a, b in zip(stored, fresh, strict=True):
+            assert a.model_dump(exclude=rounded) == b.model_dump(exclude=rounded)
+            assert a.median_error == pytest.approx(b.median_error, rel=5e-4)   # the file keeps 4 significant digits

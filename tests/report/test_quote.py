@@ -247,8 +247,8 @@ def test_a_quote_without_a_tpot_target_says_how_slowly_the_chosen_layout_streams
     doc = quote_document(m, gpus, w, plans)
     chosen = doc["chosen"]
     assert doc["inputs"]["p99 TPOT target [ms]"] == "none"
-    assert doc["timing"][-1].startswith("No TPOT target:")
-    assert f"TPOT {chosen['tpot_s'] * 1e3:,.1f} ms at batch {chosen['batch_size']:,}" in doc["timing"][-1]
+    note = next(t for t in doc["timing"] if t.startswith("No TPOT target:"))
+    assert f"TPOT {chosen['tpot_s'] * 1e3:,.1f} ms at batch {chosen['batch_size']:,}" in note
     assert "No TPOT target:" in quote_html(doc)
     assert not any(t.startswith("No TPOT target") for t in quote_document(m, gpus, W, plan_fleet(
         m, gpus, W, max_pp=1))["timing"])
@@ -274,3 +274,18 @@ def test_a_quote_states_what_the_public_runs_of_its_setup_measured():
     own = quote_document(m, [g], w, plans, chosen=chosen, efficiencies=Efficiencies(compute=0.3),
                          efficiency_source="my calibration")
     assert not any(t.startswith("public runs") for t in own["timing"])
+
+
+def test_a_quote_without_public_runs_of_its_setup_states_those_of_its_gpu_family():
+    """Llama-3.1-8B on L40S at 2,000 / 300 tokens: the corpus ran no such setup, so the quote states what every public
+    run on Ada GPUs measured against the model, with their publishers among the sources."""
+    from calculators.perf.published_runs import family_runs
+    from calculators.report.perf import published_run_text
+    m, g = get_model("meta-llama/Llama-3.1-8B-Instruct"), get_gpu("L40S")
+    w = Workload(request_rate_per_s=2, input_len=2000, output_len=300)
+    plans = plan_fleet(m, [g], w, max_pp=1)
+    doc = quote_document(m, [g], w, plans)
+    heading = next(t for t in doc["timing"] if t.startswith("no public run of this setup"))
+    assert "public runs on NVIDIA Ada GPUs" in heading and "TechBroMoho" in heading
+    assert all(published_run_text(e.model_dump()) in doc["timing"] for e in family_runs(g))
+    assert any(s.startswith("public serving runs: TechBroMoho") for s in doc["sources"])
