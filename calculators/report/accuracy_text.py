@@ -48,11 +48,12 @@ def comparison_lines(report: AccuracyReport, metric: str, by: str = "gpu_family"
         return t[(t["metric"] == metric) & (t[other] == ALL)].set_index(col)
 
     un, lo = pick(report.uncorrected), pick(report.loso)
-    lines = [f"  {by:<26} {'n':>5} | {'|e| med':>8} {'bias':>7} {'p90 |e|':>8} | {'LOSO |e|':>8} {'bias':>7}"
+    width = max([26, *(len(str(name)) for name in un.index)])  # the longest source id keeps its columns
+    lines = [f"  {by:<{width}} {'n':>5} | {'|e| med':>8} {'bias':>7} {'p90 |e|':>8} | {'LOSO |e|':>8} {'bias':>7}"
              f" {'p90 |e|':>8}"]
     for name, u in un.iterrows():
         lrow = lo.loc[name]
-        lines.append(f"  {str(name):<26} {int(u['n']):>5} | {_pct(u['median_abs_error']):>8} "
+        lines.append(f"  {str(name):<{width}} {int(u['n']):>5} | {_pct(u['median_abs_error']):>8} "
                      f"{_pct(u['bias'], True):>7} {_pct(u['p90_abs_error']):>8} | {_pct(lrow['median_abs_error']):>8} "
                      f"{_pct(lrow['bias'], True):>7} {_pct(lrow['p90_abs_error']):>8}")
     return lines

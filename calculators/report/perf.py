@@ -144,9 +144,12 @@ def published_runs_heading(entries: list[dict]) -> str:
     the GPU's family) and how they were predicted."""
     from calculators.report.explain_fleet import PERF_PAGE
     sources = sorted({s for e in entries for s in e["sources"]})
-    scope = ("public runs of this setup" if "gpu_family" not in entries[0] else
-             f"no public run of this setup; public runs on {entries[0]['gpu_family']} GPUs, any model and layout")
-    return f"{scope}, each predicted by the fit without its source ({'; '.join(sources)}; {PERF_PAGE}, §11):"
+    method = "each predicted by the fit without its source"
+    if "gpu_family" in entries[0]:  # many publishers: counted here, named on the Model accuracy page
+        return (f"no public run of this setup; public runs on {entries[0]['gpu_family']} GPUs, any model and layout "
+                f"({len(sources)} {'source' if len(sources) == 1 else 'sources'}, listed on the Model accuracy page "
+                f"and by llmcap accuracy --by source), {method} ({PERF_PAGE}, §11):")
+    return f"public runs of this setup, {method} ({'; '.join(sources)}; {PERF_PAGE}, §11):"
 
 
 def factors_text(f: dict) -> str:

@@ -95,8 +95,8 @@ def test_a_family_entry_reads_as_measured_over_predicted():
                                          "0.62–1.25 ×): 22 rows of 3 models, trtllm, vllm")
     assert published_ratios_text([entry]) == "NVIDIA Ada, any setup: TTFT ×0.80 (22 rows)"
     assert published_runs_heading([entry]).startswith(
-        "no public run of this setup; public runs on NVIDIA Ada GPUs, any model and layout, each predicted by the "
-        "fit without its source (S; T; ")
+        "no public run of this setup; public runs on NVIDIA Ada GPUs, any model and layout (2 sources, listed on the "
+        "Model accuracy page and by llmcap accuracy --by source), each predicted by the fit without its source")
 
 
 def test_a_gpu_finds_its_familys_entries_in_metric_order():

@@ -286,6 +286,6 @@ def test_a_quote_without_public_runs_of_its_setup_states_those_of_its_gpu_family
     plans = plan_fleet(m, [g], w, max_pp=1)
     doc = quote_document(m, [g], w, plans)
     heading = next(t for t in doc["timing"] if t.startswith("no public run of this setup"))
-    assert "public runs on NVIDIA Ada GPUs" in heading and "TechBroMoho" in heading
+    assert "public runs on NVIDIA Ada GPUs" in heading and "(2 sources" in heading
     assert all(published_run_text(e.model_dump()) in doc["timing"] for e in family_runs(g))
     assert any(s.startswith("public serving runs: TechBroMoho") for s in doc["sources"])
