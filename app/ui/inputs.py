@@ -132,10 +132,19 @@ def sidebar() -> tuple[Scenario, dict]:
     sb = st.sidebar
     ph: dict[str, object] = {}
     sb.header("Scenario")
+    v: dict = {}
+    _deployment_inputs(sb, v, ph)
+    _vllm_flag_inputs(sb, v, ph)
+    _workload_inputs(sb, v)
+    return _scenario(sb, v), ph
+
+
+def _deployment_inputs(sb, v: dict, ph: dict) -> None:
+    """Model, GPU, parallelism, memory share, context and sequence lengths and the vLLM release, into ``v``; one
+    error placeholder per field into ``ph``."""
     gpus = state.gpu_options()
     from calculators.specs.catalog import load_gpus
     names = {g.id: g.name for g in load_gpus().values()}
-    v: dict = {}
     from app.ui import model_picker
     v["model"] = model_picker.render(sb)
     ph["model"] = sb.empty()
@@ -171,7 +180,12 @@ def sidebar() -> tuple[Scenario, dict]:
     v["p95_len"] = c4.number_input("p95_len [tokens]", 0.0, 10_000_000.0, 0.0, 256.0, format="%g", key="p95_len",
                                    help="95th percentile of prompt + output; 0 = all requests at the mean", **BIND)
     ph["mean_len"] = ph["p95_len"] = sb.empty()
-    flags = sb.empty()  # above the expander, so that a message shows while it is collapsed
+
+
+def _vllm_flag_inputs(sb, v: dict, ph: dict) -> None:
+    """The "More vLLM flags" expander, into ``v``; their error placeholder (above the expander, so that a message
+    shows while it is collapsed) into ``ph``."""
+    flags = sb.empty()
     for name in ("dtype", "quantization", "kv_cache_dtype", "max_num_batched_tokens", "max_num_seqs", "block_size",
                  "kv_cache_memory", "expert_parallel_size"):
         ph[name] = flags
@@ -206,6 +220,10 @@ def sidebar() -> tuple[Scenario, dict]:
         v["kv_cache_memory_gib"] = st.number_input("kv_cache_memory [GiB per GPU]", 0.0, 4096.0, 0.0, 0.5,
                                                    format="%g", key="kv_mem",
                                                    help="0 = estimate it; otherwise vLLM's --kv-cache-memory", **BIND)
+
+
+def _workload_inputs(sb, v: dict) -> None:
+    """The workload and its latency targets (the throughput, latency and fleet pages), into ``v``."""
     with sb.expander("Workload & SLO (throughput, latency and fleet pages)"):
         c5, c6 = st.columns(2)
         v["input_len"] = c5.number_input("input_len [tokens]", 1.0, 10_000_000.0, 2000.0, 256.0, format="%g",
@@ -221,6 +239,10 @@ def sidebar() -> tuple[Scenario, dict]:
         v["tpot_p99_ms"] = c8.number_input("p99 TPOT target [ms]", 0.0, 1e7, 50.0, 5.0, format="%g",
                                            key="tpot_ms", help="time per output token after the first, 99th "
                                                                "percentile; 0 = no target", **BIND)
+
+
+def _scenario(sb, v: dict) -> Scenario:
+    """The scenario of the inputs ``v`` (0 = unset for the optional fields), and the permalink's messages."""
     v["calibration"] = st.session_state.get(keys.CALIBRATION_PARAM)
     for k in ("max_model_len", "max_num_batched_tokens", "max_num_seqs", "block_size", "kv_cache_memory_gib",
               "mean_len", "p95_len", "ttft_p99_ms", "tpot_p99_ms"):
@@ -232,7 +254,7 @@ def sidebar() -> tuple[Scenario, dict]:
         scenario = Scenario()
     for msg in st.session_state.get(keys.URL_MESSAGES, []):
         sb.warning(f"Link: {msg}")
-    return scenario, ph
+    return scenario
 
 
 def index_of(key: str, options: list[str], value: str) -> dict:
