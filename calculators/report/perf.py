@@ -13,7 +13,7 @@ from calculators.perf.published_runs import family_runs, published_runs
 from calculators.perf.roofline import Efficiencies, Roofline, crossover_batch_size, ridge_point
 from calculators.perf.serving import open_loop_metrics, serving_metrics, static_batch_metrics
 from calculators.planning.fleet import LayoutPlan
-from calculators.specs.catalog import get_gpu
+from calculators.specs.catalog import load_gpus
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.concurrency import batch_limit, replica_capacity, running_footprint_tokens
 
@@ -94,11 +94,10 @@ def family_published_runs(gpu: GPUSpec, efficiencies: Efficiencies | None = None
 
 
 def layout_family_runs(plan: LayoutPlan | None, efficiencies: Efficiencies | None = None) -> list[dict]:
-    """:func:`family_published_runs` of a fleet plan's GPU (none where it does not fit): what the pages show beside
-    the chosen layout where the corpus ran no such setup."""
-    if plan is None or not plan.fits:
-        return []
-    return family_published_runs(get_gpu(plan.gpu), efficiencies)
+    """:func:`family_published_runs` of a fleet plan's GPU (none where it does not fit, nor for a custom GPU, which
+    has no family in the corpus): what the pages show beside the chosen layout where the corpus ran no such setup."""
+    gpu = None if plan is None or not plan.fits else load_gpus().get(plan.gpu)
+    return [] if gpu is None else family_published_runs(gpu, efficiencies)
 
 
 def published_runs_lines(entries: list[dict]) -> list[str]:

@@ -206,6 +206,19 @@ def test_custom_gpu_from_link(make_app):
     assert "96.00 GiB" in " ".join(c.value for c in at.code) or metrics(at)
 
 
+def test_a_custom_gpu_plans_on_the_fleet_and_compare_pages_without_public_runs(make_app):
+    """A custom GPU has no family in the public corpus: the Fleet planner and Compare GPUs plan it and show no public
+    runs for it (the lookup of its family's runs must not refuse its id)."""
+    at = make_app(gpu="MyGPU", cgpu="MyGPU~96~3000~900", model="meta-llama/Llama-3.1-8B", fleet_gpus="MyGPU")
+    at.switch_page("views/fleet.py").run(timeout=120)
+    assert not at.exception and at.selectbox(key="fleet_layout").value.startswith("MyGPU")
+    assert not any(c.value.startswith(("Public runs", "No public run")) for c in at.caption)
+    at.switch_page("views/compare_gpus.py").run(timeout=120)
+    assert not at.exception
+    frame = at.dataframe[0].value.set_index("GPU")
+    assert frame.loc["MyGPU", "public runs: measured ÷ model"] == "—"
+
+
 def test_upload_config(make_app):
     at = make_app()
     at.switch_page("views/catalog.py").run()
