@@ -38,6 +38,14 @@ def positive(field: str, value: ArrayLike) -> np.ndarray | float:
     return float(arr) if arr.ndim == 0 else arr
 
 
+def at_least(field: str, value: ArrayLike, minimum: float, allowed: str) -> np.ndarray | float:
+    """A finite number of at least ``minimum`` (or an array of them); ``allowed`` says so in the user's words."""
+    arr = finite(field, value)
+    if np.any(arr < minimum):
+        raise InvalidInputError(field, value, allowed)
+    return float(arr) if arr.ndim == 0 else arr
+
+
 def fraction(field: str, value: ArrayLike) -> np.ndarray | float:
     """A number in (0, 1]."""
     arr = finite(field, value)

@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike
 from calculators.errors import InvalidInputError
 from calculators.perf.model import PerformanceModel, scheduler_recv_interval
 from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS
-from calculators.validation import positive, positive_int
+from calculators.validation import at_least, positive, positive_int
 
 OPEN_LOOP_BISECTION_STEPS = 32
 """Bisection steps for the open-loop concurrency: ``max_num_seqs × 2⁻³²`` (below 1e-6 sequences up to 4,096)."""
@@ -53,8 +53,9 @@ def _budget(pm: PerformanceModel) -> float:
 
 
 def _lengths(input_len: ArrayLike, output_len: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    return (np.asarray(positive("input_len", input_len), dtype=np.float64),
-            np.asarray(positive("output_len", output_len), dtype=np.float64))
+    """Mean prompt and output lengths [tokens]: a request has at least one of each, so a mean is at least 1."""
+    return (np.asarray(at_least("input_len", input_len, 1.0, "a mean of at least 1 token"), dtype=np.float64),
+            np.asarray(at_least("output_len", output_len, 1.0, "a mean of at least 1 token"), dtype=np.float64))
 
 
 def _running(n: np.ndarray, max_running: ArrayLike) -> np.ndarray:

@@ -208,6 +208,17 @@ def test_open_loop_caps_broadcast_and_bind_when_overloaded():
         open_loop_metrics(PM, 5.0, 100, 50, max_num_seqs=np.array([8, 0]))
 
 
+@pytest.mark.parametrize("field, lengths", [("input_len", (0.5, 50)), ("output_len", (100, 1e-300)),
+                                             ("input_len", (float("nan"), 50)), ("output_len", (100, -3))])
+def test_a_mean_length_below_one_token_is_refused_with_its_field(field, lengths):
+    """A request has at least one prompt and one output token; a smaller mean (1e-300 tokens made the closed loop's
+    arrivals per step overflow into NaN) is refused, naming the field, in every load mode."""
+    for call in (lambda: serving_metrics(PM, 4, *lengths), lambda: open_loop_metrics(PM, 5.0, *lengths),
+                 lambda: static_batch_metrics(PM, 4, *lengths)):
+        with pytest.raises(InvalidInputError, match=field):
+            call()
+
+
 def test_a_mixed_step_without_prompt_tokens_is_a_decode_step():
     r = Roofline(get_model("meta-llama/Llama-3.1-70B-Instruct"), get_gpu("H100"), tensor_parallel_size=4)
     b, ctx = np.array([1.0, 16, 256]), np.array([[512.0], [8192.0]])
