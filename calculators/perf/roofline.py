@@ -59,6 +59,15 @@ ALLREDUCE_LATENCY_S = _REF.allreduce_latency_s
 #: Latency of one pipeline-stage hand-off.
 PP_HANDOFF_LATENCY_S = 20e-6
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
+#: The smallest efficiency or share accepted: no kernel runs at under 0.1 % of its peak (the fitted ones are above
+#: 20 %), and a share of 1e-308 would overflow the step times to infinity.
+MIN_EFFICIENCY = 1e-3
+
+
+def _efficiency(field: str, value: ArrayLike) -> None:
+    """A share of a datasheet peak or of another efficiency: from :data:`MIN_EFFICIENCY` to 1."""
+    if np.any(np.asarray(fraction(field, value)) < MIN_EFFICIENCY):
+        raise InvalidInputError(field, value, f"a fraction from {MIN_EFFICIENCY:g} to 1 (a share of the peak)")
 
 
 @dataclass(frozen=True)
@@ -111,13 +120,13 @@ class Efficiencies:
     attention_compute_share: float = _REF.attention_compute_share
 
     def __post_init__(self) -> None:
-        fraction("compute_efficiency", self.compute)
-        fraction("compute_dtype_share", self.compute_dtype_share)
-        fraction("attention_compute_share", self.attention_compute_share)
-        fraction("memory_efficiency", self.memory)
-        fraction("mla_attention", self.mla_attention)
-        fraction("moe_expert_efficiency", self.moe_expert_efficiency)
-        fraction("moe_compute_share", self.moe_compute_share)
+        _efficiency("compute_efficiency", self.compute)
+        _efficiency("compute_dtype_share", self.compute_dtype_share)
+        _efficiency("attention_compute_share", self.attention_compute_share)
+        _efficiency("memory_efficiency", self.memory)
+        _efficiency("mla_attention", self.mla_attention)
+        _efficiency("moe_expert_efficiency", self.moe_expert_efficiency)
+        _efficiency("moe_compute_share", self.moe_compute_share)
         if not np.all(np.asarray(self.attention_halving_context_tokens) > 0):  # inf: no fall with context
             raise InvalidInputError("attention_halving_context_tokens", self.attention_halving_context_tokens,
                                     "a positive number of tokens (inf for no fall with context)")

@@ -204,6 +204,11 @@ def test_bad_inputs():
         Efficiencies(compute=1.5)
     with pytest.raises(InvalidInputError, match="moe_compute_share"):
         Efficiencies(moe_compute_share=0.0)
+    # a share of 1e-308 (found by the long fuzz run) overflowed the step times to infinity: below 0.1 % is refused
+    for field, kw in (("compute_efficiency", {"compute": 1e-308}), ("memory_efficiency", {"memory": 5e-4})):
+        with pytest.raises(InvalidInputError, match=f"{field}.*from 0.001 to 1"):
+            Efficiencies(**kw)
+    assert Efficiencies(compute=1e-3, memory=1e-3).compute == 1e-3
     r = Roofline(get_model("Qwen/Qwen3-8B"), get_gpu("H100"))
     with pytest.raises(InvalidInputError, match="batch_size"):
         r.decode_step_time_s(0, 100)
