@@ -62,6 +62,11 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 #: The smallest efficiency or share accepted: no kernel runs at under 0.1 % of its peak (the fitted ones are above
 #: 20 %), and a share of 1e-308 would overflow the step times to infinity.
 MIN_EFFICIENCY = 1e-3
+#: The largest fixed cost accepted [s per step, layer, sequence or request]: a minute, where the fitted ones are
+#: microseconds to milliseconds; beyond it the figures are no longer a serving engine's.
+MAX_COST_S = 60.0
+#: The largest ``moe_small_batch_penalty`` accepted [×] (fitted: 0.08).
+MAX_PENALTY = 1e3
 
 
 def _efficiency(field: str, value: ArrayLike) -> None:
@@ -134,8 +139,10 @@ class Efficiencies:
                      "moe_small_batch_penalty", "moe_layer_overhead_s", "request_overhead_s",
                      "prefill_layer_overhead_s", "prefill_moe_layer_overhead_s"):
             v = np.asarray(getattr(self, name), dtype=np.float64)
-            if not np.all(np.isfinite(v) & (v >= 0)):
-                raise InvalidInputError(name, v.tolist(), "a non-negative number (a cost cannot be negative)")
+            top, what = (MAX_PENALTY, "a factor") if name == "moe_small_batch_penalty" else (MAX_COST_S, "seconds")
+            if not np.all(np.isfinite(v) & (v >= 0) & (v <= top)):
+                raise InvalidInputError(name, v.tolist(), f"a non-negative number of {what} up to {top:g} (a cost "
+                                        "cannot be negative, and one beyond that stops every step)")
 
     def is_default(self) -> bool:
         """True when every field holds its default (scalar) value: "use the fitted set" (:meth:`fitted`)."""

@@ -209,6 +209,11 @@ def test_bad_inputs():
         with pytest.raises(InvalidInputError, match=f"{field}.*from 0.001 to 1"):
             Efficiencies(**kw)
     assert Efficiencies(compute=1e-3, memory=1e-3).compute == 1e-3
+    # a fixed cost beyond a minute (1e297 s once printed a 300-digit TTFT) or a negative one is refused likewise
+    for kw in ({"step_overhead_s": 1e297}, {"request_overhead_s": 61.0}, {"layer_overhead_s": -1e-6}):
+        with pytest.raises(InvalidInputError, match=f"{next(iter(kw))}.*seconds up to 60"):
+            Efficiencies(**kw)
+    assert Efficiencies(step_overhead_s=60.0).step_overhead_s == 60.0
     r = Roofline(get_model("Qwen/Qwen3-8B"), get_gpu("H100"))
     with pytest.raises(InvalidInputError, match="batch_size"):
         r.decode_step_time_s(0, 100)
