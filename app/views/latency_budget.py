@@ -68,7 +68,8 @@ def _show(ctx: state.Computed) -> None:
         st.error(f"Misses the {target_s * 1e3:,.0f} ms target by {-b['margin_s'] * 1e3:,.1f} ms.")
     c = st.columns(4)
     c[0].metric("TTFT = queue + prefill [ms]", f"{b['ttft_s'] * 1e3:,.1f}",
-                help=f"p99 queue wait {b['queue_s'] * 1e3:,.1f} ms + prefill {b['prefill_s'] * 1e3:,.1f} ms")
+                help=f"p99 wait for a slot and the token budget {b['queue_s'] * 1e3:,.1f} ms + prefill "
+                     f"{b['prefill_s'] * 1e3:,.1f} ms")
     c[1].metric("TPOT [ms]", f"{view['m']['tpot_s'] * 1e3:,.2f}")
     c[2].metric("End-to-end [ms]", f"{b['total_s'] * 1e3:,.1f}")
     c[3].metric("Margin [ms]" if b["margin_s"] >= 0 else "Shortfall [ms]", f"{abs(b['margin_s']) * 1e3:,.1f}")
@@ -77,7 +78,10 @@ def _show(ctx: state.Computed) -> None:
                 help="target − service time (prefill + decode) − network")
     c[1].metric("Slot utilisation ρ per replica", f"{view['utilisation']:.0%}",
                 help="M/M/c: λ × end-to-end latency ÷ batch slots")
-    c[2].metric("Queue wait, mean / p99 [ms]", f"{view['wait_mean_s'] * 1e3:,.1f} / {view['wait_p99_s'] * 1e3:,.1f}")
+    c[2].metric("p99 wait: slot / token budget [ms]",
+                f"{view['wait_p99_s'] * 1e3:,.1f} / {view['prompt_wait_p99_s'] * 1e3:,.1f}",
+                help="for one of the batch's slots (M/G/c), then for the steps' token budget among the other "
+                     f"prompts (M/D/1, {view['prompt_utilisation']:.0%} busy); the queue is their sum")
     c[3].metric("Output tokens/s per replica", f"{view['m']['output_tokens_per_s']:,.0f}")
     widgets.band_caption(view["m"]["tpot_s"], b["ttft_s"], view["m"]["output_tokens_per_s"], r.gpu,
                          r.efficiencies.is_shipped())

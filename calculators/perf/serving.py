@@ -72,6 +72,18 @@ def slot_time_s(pm: PerformanceModel, e2e_latency_s: ArrayLike) -> np.ndarray:
     return np.asarray(e2e_latency_s, dtype=np.float64) - pm.request_overhead_s
 
 
+def prompt_service_time_s(pm: PerformanceModel, batch: ArrayLike, input_len: ArrayLike,
+                          output_len: ArrayLike) -> np.ndarray:
+    """Engine time one prompt's tokens take when prompts queue for the steps' token budget [s]: its share
+    ``input_len / room`` of a step that fills the budget, ``room = max_num_batched_tokens − batch`` tokens of
+    prompt chunks beside ``batch`` running decodes at the mean context (docs/queueing.md §4). The service time of
+    the prompt queue whose wait the fleet plan's p99 TTFT adds to the wait for a slot."""
+    b = np.asarray(positive("batch", batch), dtype=np.float64)
+    i, o = _lengths(input_len, output_len)
+    room = np.maximum(_budget(pm) - b, 1.0)
+    return i * pm.mixed_step_time_s(b, i + o / 2, room, i) / room
+
+
 POISSON_TAIL = 1e-9
 """Poisson mass the step-time average leaves out, and the overflow below which no prompt is counted as waiting."""
 SUM_BLOCK_ELEMENTS = 1 << 20

@@ -2,7 +2,8 @@
 the load, p99 TTFT and TPOT beside the plan's closed forms (docs/queueing.md §5, docs/performance-model.md §2).
 
 The plan's figures come from closed forms (a fused-step TPOT averaged over the arriving prompts; p99 TTFT =
-TTFT + the p99 wait of an M/G/c queue, Allen–Cunneen). The simulator runs the same performance model step
+TTFT + the p99 waits for a slot, an M/G/c queue by Allen–Cunneen, and for the steps' token budget, an M/G/1 queue
+of prompts). The simulator runs the same performance model step
 by step with vLLM's scheduler (:mod:`calculators.sim`): Poisson arrivals at ``λ / replicas``, the plan's
 ``max_num_seqs`` and token budget, the KV blocks vLLM would allocate; the first quarter of the run (the
 warm-up, when the replica fills from empty) is left out of its statistics.

@@ -3,9 +3,10 @@ under an SLO, cost.
 
 For each layout the chain is: memory fit (vLLM accounting) → KV capacity → every batch size up to
 the KV limit (vectorised) → TPOT and throughput from the performance model → replicas for the
-load at a utilisation cap → p99 TTFT from queueing (each replica an M/G/c queue with ``c`` = batch
-slots and service time = end-to-end latency; Allen–Cunneen) → more replicas if the TTFT target
-needs them → GPUs, nodes, $/hour, $/month, $/year, $/1M input, output and all tokens
+load at a utilisation cap → p99 TTFT from queueing (the wait for a slot, each replica an M/G/c queue with
+``c`` = batch slots and service time = end-to-end latency, Allen–Cunneen; then the wait for the steps' token
+budget, an M/G/1 queue of prompts; docs/queueing.md §4) → more replicas if the TTFT target needs them → GPUs,
+nodes, $/hour, $/month, $/year, $/1M input, output and all tokens
 (:mod:`calculators.planning.costs`). The cheapest batch that meets the SLO wins.
 
 Sizing: on the performance model's estimate, or ``sizing="conservative"`` for the pessimistic edge of
@@ -22,16 +23,17 @@ import statistics
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
 from calculators.memory.kv_cache import check_tensor_parallel
 from calculators.memory.weights import resolve_quantization
 from calculators.perf.model import PerformanceModel
 from calculators.perf.roofline import Efficiencies, Roofline
-from calculators.perf.serving import serving_metrics, slot_view
+from calculators.perf.serving import prompt_service_time_s, serving_metrics, slot_view
 from calculators.planning.costs import SECONDS_PER_HOUR as SECONDS_PER_HOUR
 from calculators.planning.costs import fleet_costs
-from calculators.planning.queueing import batched_server_wait, max_arrival_rate_for_wait
+from calculators.planning.queueing import replica_ttft_wait_p99_s
 from calculators.planning.sizing import band_edges_s, sized_model
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive
@@ -192,11 +194,16 @@ def _nodes(layout: Layout, replicas: int) -> int:
 
 
 def _service_cv(w: Workload) -> float:
-    """Coefficient of variation of the service time, taken as that of the output length: 0 for
-    fixed lengths; from the log-normal through the mean and p95 otherwise."""
-    if not w.output_len_p95 or w.output_len_p95 <= w.output_len:
+    """Coefficient of variation of the slot time, taken as that of the output length (:func:`_lognormal_cv`)."""
+    return _lognormal_cv(w.output_len, w.output_len_p95)
+
+
+def _lognormal_cv(mean: float, p95: float | None) -> float:
+    """Coefficient of variation of a length: 0 for fixed lengths; from the log-normal through the mean and p95
+    otherwise (docs/queueing.md §4)."""
+    if not p95 or p95 <= mean:
         return 0.0
-    c = math.log(w.output_len_p95 / w.output_len)
+    c = math.log(p95 / mean)
     disc = 1.6448536269514722**2 - 2 * c
     sigma = 1.6448536269514722 - math.sqrt(disc) if disc >= 0 else 1.6448536269514722
     return math.sqrt(math.expm1(sigma**2))
@@ -214,29 +221,58 @@ def default_max_model_len(model: ModelSpec, w: Workload) -> int:
     return int(min(model.max_position_embeddings, math.ceil(w.longest_len * 1.25 / 1024) * 1024))
 
 
-def _replicas_for_ttft(w: Workload, start: np.ndarray, prefill_s: np.ndarray, e2e_s: np.ndarray, b: np.ndarray,
-                       factor: float, needed: np.ndarray, extra: int = 8) -> np.ndarray:
-    """Fewest replicas (from ``start`` up) whose p99 TTFT = prefill + p99 queueing wait meets the
-    target; ``inf`` where the prefill alone misses it. Tries ``start`` (where most large batches
-    pass), then ``start + 1 … start + extra`` in one broadcast for the batches still short, and
-    bisects on the arrival rate only where none of those suffices and the batch is ``needed`` (it
-    meets the TPOT target; the others cannot be chosen anyway)."""
-    budget = w.ttft_p99_s - prefill_s
-    cv = math.sqrt(max(2 * factor - 1, 0))
-    found = np.full(len(b), np.nan)
-    for tries in (start[:, None], start[:, None] + np.arange(1, extra + 1)):
-        rows = np.isnan(found) & (budget > 0) & needed
-        if not rows.any():
+@dataclass(frozen=True)
+class _TtftQueue:
+    """What an arrival at one replica waits for before its prefill, per batch candidate: a slot (``slots`` of
+    ``slot_s``, cv ``slot_cv``) and the steps' token budget (prompts of ``prompt_s``, cv ``prompt_cv``)."""
+
+    slot_s: np.ndarray
+    slots: np.ndarray
+    prompt_s: np.ndarray
+    slot_cv: float
+    prompt_cv: float
+
+    def p99_wait_s(self, w: Workload, replicas: ArrayLike, rows: np.ndarray | None = None) -> np.ndarray:
+        """The p99 wait [s] at ``replicas`` replicas, for the candidates ``rows`` (all of them by default)."""
+        pick = (lambda x: x) if rows is None else (lambda x: x[rows])
+        return replica_ttft_wait_p99_s(w.request_rate_per_s / np.asarray(replicas, dtype=np.float64),
+                                       pick(self.slot_s), pick(self.slots), pick(self.prompt_s),
+                                       slot_cv=self.slot_cv, prompt_cv=self.prompt_cv)
+
+
+def _ttft_queue(pm: PerformanceModel, w: Workload, batch: ArrayLike, slot_s: ArrayLike) -> _TtftQueue:
+    """The queues before a prefill at each batch candidate ``batch`` (slot times ``slot_s``) with ``pm``'s steps."""
+    b = np.asarray(batch, dtype=np.float64)
+    return _TtftQueue(np.asarray(slot_s, dtype=np.float64), b.astype(np.int64),
+                      prompt_service_time_s(pm, b, w.input_len, w.output_len), _service_cv(w),
+                      _lognormal_cv(w.input_len, w.input_len_p95))
+
+
+def _replicas_for_ttft(w: Workload, start: np.ndarray, ttft_s: np.ndarray, queue: _TtftQueue,
+                       needed: np.ndarray) -> np.ndarray:
+    """Fewest replicas (from ``start`` up) whose p99 TTFT = TTFT + the p99 wait for a slot and for the token
+    budget (:func:`~calculators.planning.queueing.replica_ttft_wait_p99_s`) meets the target; ``inf`` where the
+    TTFT alone misses it. For the batches that meet the TPOT target (``needed``; the others cannot be chosen),
+    the replicas double from ``start`` until the target is met, then bisect between the last two counts: the
+    wait falls as replicas grow."""
+    assert w.ttft_p99_s is not None  # the caller sizes for a TTFT target
+    budget = w.ttft_p99_s - ttft_s
+    rows = np.flatnonzero((budget > 0) & needed)
+    found = np.full(len(start), np.inf)
+    if rows.size == 0:
+        return found
+    lo, hi = start[rows] - 1, start[rows].astype(np.float64)
+    for _ in range(64):  # λ / replicas halves each time: the waits vanish well within 2⁶⁴ replicas
+        short = queue.p99_wait_s(w, hi, rows) > budget[rows]
+        if not short.any():
             break
-        n = tries[rows]
-        ok = batched_server_wait(w.request_rate_per_s / n, e2e_s[rows, None], b[rows, None],
-                                 service_cv=cv).p99_wait_s <= budget[rows, None]
-        found[rows] = np.where(ok.any(axis=1), n[np.arange(len(n)), np.argmax(ok, axis=1)], np.nan)
-    rest = np.isnan(found) & (budget > 0) & needed
-    if rest.any():
-        rate = max_arrival_rate_for_wait(e2e_s[rest], b[rest], target_wait_s=budget[rest] / factor, quantile=0.99)
-        found[rest] = np.where(rate > 0, np.ceil(w.request_rate_per_s / np.maximum(rate, 1e-300)), np.inf)
-    return np.where(budget > 0, np.nan_to_num(found, nan=np.inf), np.inf)
+        lo, hi = np.where(short, hi, lo), np.where(short, 2 * hi, hi)
+    while np.any(open_ := hi - lo > 1):  # invariant: lo misses the target (or is below start), hi meets it
+        mid = np.where(open_, np.floor((lo + hi) / 2), hi)
+        ok = queue.p99_wait_s(w, mid, rows) <= budget[rows]
+        lo, hi = np.where(open_ & ~ok, mid, lo), np.where(open_ & ok, mid, hi)
+    found[rows] = hi
+    return found
 
 
 def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_hour: float | None = None,
@@ -283,17 +319,17 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     m = slot_view(pm, serving_metrics(pm, b, w.input_len, w.output_len), b, w.output_len)
     tpot_eff = m["tpot_s"]  # under load: the prefill of arriving prompts mixed into the steps
     replicas = np.ceil(w.request_rate_per_s / (utilisation_cap * m["requests_per_s"]))
-    factor = (1 + _service_cv(w) ** 2) / 2
+    queue = _ttft_queue(pm, w, b, m["slot_time_s"])
     if w.ttft_p99_s is not None:
         tpot_ok = tpot_eff <= (w.tpot_p99_s if w.tpot_p99_s is not None else np.inf)
-        replicas = _replicas_for_ttft(w, replicas, m["ttft_s"], m["slot_time_s"], b, factor, tpot_ok)
+        replicas = _replicas_for_ttft(w, replicas, m["ttft_s"], queue, tpot_ok)
     replicas = replicas + (1 if n_plus_one else 0)
     ok = np.isfinite(replicas)
     if w.tpot_p99_s is not None:
         ok &= tpot_eff <= w.tpot_p99_s
     plan.meets_slo = bool(ok.any())
     i = int(np.flatnonzero(ok)[np.argmin(replicas[ok])]) if ok.any() else int(np.argmin(tpot_eff))
-    _fill(plan, layout, w, (r, pm), b[i], replicas[i], {k: float(v[i]) for k, v in m.items()}, factor)
+    _fill(plan, layout, w, (r, pm), b[i], replicas[i], {k: float(v[i]) for k, v in m.items()})
     plan.usd_per_gpu_hour, plan.price_source = gpu_price(layout.gpu, usd_per_gpu_hour)
     _costs(plan, w)
     plan.vllm_serve = vllm_serve_command(model.id, cap, math.ceil(plan.batch_size / pools), data_parallel_size=pools)
@@ -302,16 +338,13 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     return plan
 
 
-def _p99_ttft_s(w: Workload, replicas: int, ttft_s: float, slot_s: float, batch: float, factor: float) -> float:
-    """TTFT + the p99 queueing wait of one replica's share of the load (M/G/c, c = batch, service = the slot
-    time) [s]."""
-    wait = batched_server_wait(w.request_rate_per_s / replicas, slot_s, int(batch),
-                               service_cv=math.sqrt(max(2 * factor - 1, 0)))
-    return ttft_s + float(wait.p99_wait_s)
+def _p99_ttft_s(w: Workload, replicas: int, ttft_s: float, queue: _TtftQueue) -> float:
+    """TTFT + the p99 wait for a slot and for the token budget at one replica's share of the load [s]."""
+    return ttft_s + float(queue.p99_wait_s(w, replicas))
 
 
 def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline, PerformanceModel], batch: float,
-          replicas: float, m: dict[str, float], factor: float) -> None:
+          replicas: float, m: dict[str, float]) -> None:
     """The chosen batch's figures ``m`` (from the sizing model), their bands (around the estimate), replicas."""
     r, pm = models
     replicas = int(replicas) if np.isfinite(replicas) else int(math.ceil(
@@ -320,13 +353,13 @@ def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline,
     plan.total_gpus = replicas * layout.gpus_per_replica
     plan.nodes = _nodes(layout, replicas)
     plan.ttft_s, plan.tpot_s, plan.e2e_latency_s = m["ttft_s"], m["tpot_s"], m["e2e_latency_s"]
-    plan.ttft_p99_s = _p99_ttft_s(w, replicas, plan.ttft_s, m["slot_time_s"], batch, factor)
+    plan.ttft_p99_s = _p99_ttft_s(w, replicas, plan.ttft_s, _ttft_queue(pm, w, batch, m["slot_time_s"]))
     est = m if pm is r else {k: float(v) for k, v in slot_view(
         r, serving_metrics(r, batch, w.input_len, w.output_len), batch, w.output_len).items()}
     if r.efficiencies.is_shipped():  # the bands describe the shipped fit, not a caller's own efficiencies
         plan.tpot_band_low_s, plan.tpot_band_high_s = band_edges_s("tpot", est["tpot_s"], r.gpu)
         plan.ttft_p99_band_low_s, plan.ttft_p99_band_high_s = band_edges_s(
-            "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], est["slot_time_s"], batch, factor), r.gpu)
+            "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], _ttft_queue(r, w, batch, est["slot_time_s"])), r.gpu)
     terms = r.decode_breakdown(batch, w.input_len + w.output_len / 2)
     plan.allreduce_s, plan.bubble_fraction = float(terms["allreduce_s"]), float(terms["bubble_fraction"])
     plan.replica_requests_per_s = m["requests_per_s"]

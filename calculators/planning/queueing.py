@@ -296,6 +296,45 @@ def mg1_mean_wait_s(arrival_rate_per_s: ArrayLike, service_time_s: ArrayLike, se
     return _mg1_mean_wait(lam, s, _nonnegative("service_cv", service_cv))
 
 
+def mg1_wait_quantile_s(arrival_rate_per_s: ArrayLike, service_time_s: ArrayLike, service_cv: ArrayLike,
+                        quantile: ArrayLike = 0.99) -> np.ndarray:
+    """A quantile of the wait in an M/G/1 queue [s], by its exponential tail.
+
+    An arrival waits with probability ``ρ``; a wait, given one, is taken as exponential with the
+    Pollaczek–Khinchine mean ``W_q / ρ = (1 + cv²)S / (2(1 − ρ))``, so ``P(W > t) = ρ·e^{−t ρ / W_q}`` and
+    ``t_p = (W_q / ρ)·ln(ρ / (1 − p))`` where ``ρ > 1 − p``, else 0. Exact for M/M/1 (``cv = 1``: the wait given
+    one is exponential with mean ``S / (1 − ρ)``, Kleinrock 1975 §2.6 / Gross & Harris §2.2); for other service
+    laws the exponential tail is the heavy-traffic form (Kingman 1962, "On queues in heavy traffic", *J. R.
+    Statist. Soc. B* 24) with the exact mean.
+
+    Parameters
+    ----------
+    arrival_rate_per_s
+        Poisson arrival rate ``λ`` [1/s], ``≥ 0``.
+    service_time_s
+        Mean service time ``E[S]`` [s], ``> 0``.
+    service_cv
+        Coefficient of variation of the service time [dimensionless], ``≥ 0``.
+    quantile
+        ``p`` in (0, 1) [fraction].
+
+    Returns
+    -------
+    numpy.ndarray
+        ``t_p`` [s]; ``inf`` when ``ρ = λE[S] ≥ 1``.
+    """
+    lam = _nonnegative("arrival_rate_per_s", arrival_rate_per_s)
+    s = np.asarray(positive("service_time_s", service_time_s), dtype=np.float64)
+    cv = _nonnegative("service_cv", service_cv)
+    p = _quantile(quantile)
+    rho = lam * s
+    stable = rho < 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_given_wait = (1 + np.square(cv)) * s / (2 * np.where(stable, 1 - rho, 1.0))
+        log_ratio = np.log(np.maximum(rho / np.maximum(1 - p, 1e-300), 1.0))
+    return np.where(stable, np.where(log_ratio > 0, log_ratio * mean_given_wait, 0.0), np.inf)
+
+
 def mm1_mean_wait_s(arrival_rate_per_s: ArrayLike, service_time_s: ArrayLike) -> np.ndarray:
     """Mean wait in an M/M/1 queue, ``W_q = ρ / (μ − λ) = ρS / (1 − ρ)`` [s]; ``inf`` when ``ρ ≥ 1``.
 
@@ -354,6 +393,32 @@ def batched_server_wait(arrival_rate_per_s: ArrayLike, service_time_s: ArrayLike
     scale_s = scale_s * factor
     return _queue_wait(lam, s, rho, stable, prob, prob * scale_s,
                        _wait_quantile(prob, scale_s, 0.95), _wait_quantile(prob, scale_s, 0.99))
+
+
+def replica_ttft_wait_p99_s(arrival_rate_per_s: ArrayLike, slot_time_s: ArrayLike, slots: ArrayLike,
+                            prompt_service_s: ArrayLike, *, slot_cv: ArrayLike = 1.0,
+                            prompt_cv: ArrayLike = 0.0) -> np.ndarray:
+    """The p99 of what an arriving request waits before its first token beyond its own prefill, at an LLM
+    replica [s]: the wait for a batch slot (:func:`batched_server_wait`, ``slots`` servers of ``slot_time_s``)
+    plus the wait for the steps' token budget, an M/G/1 queue of prompts each holding the budget for
+    ``prompt_service_s`` (:func:`mg1_wait_quantile_s`). The two are taken one after the other and in the same
+    busy periods (a burst of arrivals fills the slots and the prompt queue together), so their p99s add.
+
+    Parameters
+    ----------
+    arrival_rate_per_s
+        Poisson arrival rate at the replica [requests/s], ``≥ 0``.
+    slot_time_s
+        How long a request holds a slot [s], ``> 0``.
+    slots
+        Requests the replica runs at once (``max_num_seqs``) [count].
+    prompt_service_s
+        Engine time one prompt's tokens take in steps that fill the token budget [s], ``> 0``.
+    slot_cv, prompt_cv
+        Coefficients of variation of the slot time and of the prompt service [dimensionless], ``≥ 0``.
+    """
+    slot = batched_server_wait(arrival_rate_per_s, slot_time_s, slots, service_cv=slot_cv).p99_wait_s
+    return slot + mg1_wait_quantile_s(arrival_rate_per_s, prompt_service_s, prompt_cv, 0.99)
 
 
 # --------------------------------------------------------------------------- sizing

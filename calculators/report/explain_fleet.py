@@ -55,13 +55,16 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
                         f"= {plan.output_tokens_per_s or 0:,.0f} output tokens/s per replica",
          "sources": [f"continuous batching in steady state ({PERF_PAGE} §2)"]},
         {"title": "Replicas",
-         "formula": "replicas = max(⌈λ / (cap × r)⌉, fewest meeting p99 TTFT = prefill + p99 wait (M/G/c, "
-                    "c = B, Allen–Cunneen))" + (" + 1 (N+1)" if n_plus_one else ""),
+         "formula": "replicas = max(⌈λ / (cap × r)⌉, fewest meeting p99 TTFT = TTFT + p99 wait for a slot (M/G/c, "
+                    "c = B, Allen–Cunneen) + p99 wait for the token budget (M/G/1))"
+                    + (" + 1 (N+1)" if n_plus_one else ""),
          "substituted": f"⌈{lam:g} / ({utilisation_cap:g} × {r:.3f})⌉ = {base}; with the TTFT target → "
-                        f"{plan.replicas} (p99 TTFT {(plan.ttft_p99_s or 0) * 1e3:.0f} ms, "
+                        f"{plan.replicas} (p99 TTFT {(plan.ttft_p99_s or 0) * 1e3:.0f} ms = TTFT "
+                        f"{(plan.ttft_s or 0) * 1e3:.0f} ms + p99 waits "
+                        f"{((plan.ttft_p99_s or 0) - (plan.ttft_s or 0)) * 1e3:.0f} ms, "
                         f"utilisation {(plan.utilisation or 0):.0%})",
          "sources": [f"utilisation cap {utilisation_cap:g} (your headroom input)",
-                     f"queueing: {QUEUE_PAGE} §5 (Gross & Harris 1998 §7.2)"]},
+                     f"queueing: {QUEUE_PAGE} §4–5 (Gross & Harris 1998 §7.2; Kingman 1962)"]},
         {"title": "GPUs", "formula": "GPUs = replicas × tensor_parallel_size × pipeline_parallel_size",
          "substituted": f"{plan.replicas} × {plan.tensor_parallel_size} × {plan.pipeline_parallel_size} = "
                         f"{plan.total_gpus} GPUs ({g} per replica, {plan.nodes} node(s))",

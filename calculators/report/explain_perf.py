@@ -24,9 +24,9 @@ from calculators.perf.roofline import (
     expert_read_slowdown,
     prefill_terms,
 )
-from calculators.perf.serving import serving_metrics, slot_view
+from calculators.perf.serving import prompt_service_time_s, serving_metrics, slot_view
 from calculators.planning.fleet import UTILISATION_CAP
-from calculators.planning.queueing import batched_server_wait
+from calculators.planning.queueing import batched_server_wait, mg1_wait_quantile_s
 from calculators.report.perf import knee_document, perf_document
 from calculators.vllm.advice import recommend_max_num_seqs
 from calculators.vllm.capacity import CapacityResult
@@ -193,24 +193,29 @@ def budget_at_batch(r: Roofline, *, batch: int, input_len: float, output_len: fl
                     replicas: int, target_s: float, network_s: float = 0.0, service_cv: float = 1.0) -> dict:
     """TTFT = p99 queue wait + prefill, (O − 1) · TPOT and network against an end-to-end target.
 
-    The queue is :func:`calculators.planning.queueing.batched_server_wait` at ``request_rate / replicas``
-    with ``batch`` slots and the end-to-end latency at that batch as service time. Returns the serving
-    metrics (``m``), the queue (``wait``), and the budget of :func:`latency_budget` (``None`` when the
-    queue is unstable).
+    The queue is the wait for a slot, :func:`calculators.planning.queueing.batched_server_wait` at
+    ``request_rate / replicas`` with ``batch`` slots and the end-to-end latency at that batch as service time,
+    plus the wait for the steps' token budget (:func:`calculators.planning.queueing.mg1_wait_quantile_s`, prompts
+    of :func:`calculators.perf.serving.prompt_service_time_s`), their p99s added as the fleet planner adds them
+    (docs/queueing.md §4). Returns the serving metrics (``m``), both queues, and the budget of
+    :func:`latency_budget` (``None`` when either queue is unstable).
     """
     m = {k: _f(v) for k, v in slot_view(r, serving_metrics(r, batch, input_len, output_len), batch,
                                         output_len).items()}
     rate = request_rate_per_s / replicas
     wait = batched_server_wait(rate, m["slot_time_s"], int(batch), service_cv=service_cv)
-    stable = bool(np.ravel(wait.stable)[0])
+    prompt_s = _f(prompt_service_time_s(r, batch, input_len, output_len))
+    prompt_wait_s = _f(mg1_wait_quantile_s(rate, prompt_s, 0.0, 0.99))
+    stable = bool(np.ravel(wait.stable)[0]) and math.isfinite(prompt_wait_s)
     budget = None
     if stable:
         budget = {k: _f(v) for k, v in latency_budget(
             target_s=target_s, prefill_s=m["ttft_s"], tpot_s=m["tpot_s"], output_len=output_len,
-            queue_s=_f(wait.p99_wait_s), network_s=network_s).items()}
+            queue_s=_f(wait.p99_wait_s) + prompt_wait_s, network_s=network_s).items()}
     return {"m": m, "rate_per_replica": rate, "utilisation": _f(wait.utilisation), "stable": stable,
             "wait_mean_s": _f(wait.mean_wait_s), "wait_p99_s": _f(wait.p99_wait_s),
-            "prob_wait": _f(wait.probability_of_wait), "budget": budget}
+            "prob_wait": _f(wait.probability_of_wait), "prompt_service_s": prompt_s,
+            "prompt_utilisation": rate * prompt_s, "prompt_wait_p99_s": prompt_wait_s, "budget": budget}
 
 
 def budget_rows(budget: dict, *, output_len: float, target_s: float, ttft_target_s: float | None,
@@ -222,7 +227,8 @@ def budget_rows(budget: dict, *, output_len: float, target_s: float, ttft_target
     """
     decode_t = None if tpot_target_s is None else (output_len - 1) * tpot_target_s
     net_t = None if ttft_target_s is None or decode_t is None else target_s - ttft_target_s - decode_t
-    rows = [("queue (p99 wait)", budget["queue_s"], None), ("prefill", budget["prefill_s"], None),
+    rows = [("queue (p99 wait for a slot and the token budget)", budget["queue_s"], None),
+            ("prefill", budget["prefill_s"], None),
             ("TTFT = queue + prefill", budget["ttft_s"], ttft_target_s),
             (f"decode = ({output_len:g} − 1) × TPOT", budget["decode_s"], decode_t),
             ("network overhead", budget["network_s"], net_t), ("end-to-end", budget["total_s"], target_s)]
@@ -403,7 +409,7 @@ def math_budget(view: dict, *, batch: int, output_len: float, replicas: int, tar
 
 def math_queue(view: dict, *, batch: int, replicas: int, request_rate_per_s: float) -> dict:
     """The queue part of TTFT: M/M/c with c = batch slots and service = the time a request holds a slot at that
-    batch (end-to-end less the latency outside the engine's steps)."""
+    batch (end-to-end less the latency outside the engine's steps), then M/D/1 for the steps' token budget."""
     m = view["m"]
     r_over = m["e2e_latency_s"] - m["slot_time_s"]
     return {"formula": "λ = rate ÷ replicas; ρ = λ × S ÷ c; W_q(p99) = ln(C(c, λS) ÷ 0.01) ÷ (c ÷ S − λ) "
@@ -412,6 +418,10 @@ def math_queue(view: dict, *, batch: int, replicas: int, request_rate_per_s: flo
                            f"S = {_ms(m['e2e_latency_s'])} − {_ms(r_over)} outside the engine's steps = "
                            f"{_ms(m['slot_time_s'])}; c = {batch:,}; ρ = {view['utilisation']:.3f}; "
                            f"P(wait) = {view['prob_wait']:.4f}; mean wait {_ms(view['wait_mean_s'])}, "
-                           f"p99 wait {_ms(view['wait_p99_s'])}",
+                           f"p99 wait {_ms(view['wait_p99_s'])}; then the token budget (M/D/1): a prompt's share "
+                           f"of a full step S_p = {_ms(view['prompt_service_s'])}, "
+                           f"ρ_p = {view['prompt_utilisation']:.3f}, "
+                           f"p99 wait S_p ÷ (2(1 − ρ_p)) × ln(ρ_p ÷ 0.01) = {_ms(view['prompt_wait_p99_s'])} (0 when "
+                           f"ρ_p ≤ 0.01); queue = {_ms(view['wait_p99_s'])} + {_ms(view['prompt_wait_p99_s'])}",
             "sources": ["docs/queueing.md §4 (Kleinrock 1975 §3.5; Gross & Harris 1998 "
-                        "§2.3, §7.2)"]}
+                        "§2.3, §7.2; the token budget's queue: Pollaczek–Khinchine, Kingman 1962)"]}

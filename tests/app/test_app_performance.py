@@ -153,7 +153,8 @@ def test_latency_budget_numbers(make_app):
     assert at.success and "Meets" in at.success[0].value
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert spec["data"][0]["type"] == "waterfall"
-    assert spec["data"][0]["x"] == ["queue (p99 wait)", "prefill", "decode = (300 − 1) × TPOT", "network overhead",
+    assert spec["data"][0]["x"] == ["queue (p99 wait for a slot and the token budget)", "prefill",
+                                    "decode = (300 − 1) × TPOT", "network overhead",
                                     "end-to-end"]
     table = at.dataframe[0].value
     assert abs(table["Margin [ms] (− = shortfall)"].iloc[-1] - (15_950 - e2e)) < 0.2

@@ -12,6 +12,7 @@ from calculators.perf.roofline import Roofline, decode_terms, mixed_terms
 from calculators.perf.serving import (
     closed_loop_tpot_s,
     open_loop_metrics,
+    prompt_service_time_s,
     serving_metrics,
     static_batch_metrics,
 )
@@ -217,6 +218,14 @@ def test_a_mean_length_below_one_token_is_refused_with_its_field(field, lengths)
                  lambda: static_batch_metrics(PM, 4, *lengths)):
         with pytest.raises(InvalidInputError, match=field):
             call()
+
+
+def test_a_prompts_service_is_its_share_of_a_step_that_fills_the_token_budget():
+    """100 decodes beside prompt chunks fill vLLM's default budget of 8,192 tokens with 8,092 prompt tokens: a step
+    of 10 ms + 8,092 × 0.1 ms = 819.2 ms, of which a 1,000-token prompt's share is 1,000/8,092 = 101.24 ms."""
+    assert float(prompt_service_time_s(PM, 100, 1000, 100)) == pytest.approx(1000 * 0.8192 / 8092, rel=1e-12)
+    # a batch beyond the budget leaves one token of room a step: the prompt takes 1,000 steps of 10.1 ms
+    assert float(prompt_service_time_s(PM, 10_000, 1000, 100)) == pytest.approx(1000 * (0.010 + 1e-4), rel=1e-12)
 
 
 def test_a_mixed_step_without_prompt_tokens_is_a_decode_step():

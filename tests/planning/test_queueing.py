@@ -23,9 +23,11 @@ from calculators.planning.queueing import (
     max_arrival_rate_for_wait,
     md1_mean_wait_s,
     mg1_mean_wait_s,
+    mg1_wait_quantile_s,
     mm1_mean_wait_s,
     mmc_wait,
     mmc_wait_quantile_s,
+    replica_ttft_wait_p99_s,
     users_per_gpu,
 )
 
@@ -231,6 +233,30 @@ def test_unstable_is_a_result(lam):
         for f in ("mean_wait_s", "p95_wait_s", "p99_wait_s", "mean_response_s", "mean_in_system"):
             assert getattr(q, f) == np.inf
     assert all(x == np.inf for x in w)
+
+
+def test_mg1_wait_quantile_by_hand():
+    """λ = 5/s, S = 0.1 s (ρ = 0.5). M/M/1 (cv 1) exactly: P(W > t) = ρ·e^{−(μ−λ)t}, μ − λ = 5/s, so
+    t_0.99 = ln(0.5/0.01)/5 = 0.7824 s. M/D/1 (cv 0): the wait given one has the Pollaczek–Khinchine mean
+    S/(2(1 − ρ)) = 0.1 s, t_0.99 = 0.1 × ln 50 = 0.3912 s. Below ρ = 1 − p nobody in p waits; at ρ ≥ 1 it is
+    unbounded."""
+    assert float(mg1_wait_quantile_s(5, 0.1, 1.0)) == pytest.approx(math.log(50) / 5, rel=1e-12)
+    assert float(mg1_wait_quantile_s(5, 0.1, 0.0)) == pytest.approx(0.1 * math.log(50), rel=1e-12)
+    assert float(mg1_wait_quantile_s(5, 0.1, 0.0, 0.4)) == 0.0            # ρ = 0.5 ≤ 1 − 0.4: p of them never wait
+    assert float(mg1_wait_quantile_s(0.05, 0.1, 0.0)) == 0.0              # ρ = 0.005 < 0.01
+    assert math.isinf(float(mg1_wait_quantile_s(10, 0.1, 0.0)))
+    np.testing.assert_allclose(mg1_wait_quantile_s(np.array([5.0, 8.0]), 0.1, 0.0),
+                               [0.1 * math.log(50), 0.1 / (2 * 0.2) * math.log(80)])
+
+
+def test_a_replicas_ttft_wait_adds_the_slot_and_the_token_budget_p99s():
+    """4 slots of 2 s at 1.5 requests/s (M/M/c) and prompts of 0.1 s for the budget (M/D/1, ρ = 0.15): the p99s
+    of the two waits, one after the other, add."""
+    slot = float(batched_server_wait(1.5, 2.0, 4, service_cv=1.0).p99_wait_s)
+    budget = 0.1 / (2 * 0.85) * math.log(15)
+    assert slot > 0 and float(replica_ttft_wait_p99_s(1.5, 2.0, 4, 0.1, slot_cv=1.0)) == pytest.approx(slot + budget)
+    with pytest.raises(InvalidInputError, match="prompt|service_time_s"):
+        replica_ttft_wait_p99_s(1.5, 2.0, 4, 0.0)
 
 
 def test_zero_arrivals_never_wait():
