@@ -190,22 +190,25 @@ def default_replicas(request_rate_per_s: float, replica_requests_per_s: float,
 
 
 def budget_at_batch(r: Roofline, *, batch: int, input_len: float, output_len: float, request_rate_per_s: float,
-                    replicas: int, target_s: float, network_s: float = 0.0, service_cv: float = 1.0) -> dict:
+                    replicas: int, target_s: float, network_s: float = 0.0, slot_cv: float = 0.0,
+                    prompt_cv: float = 0.0) -> dict:
     """TTFT = p99 queue wait + prefill, (O − 1) · TPOT and network against an end-to-end target.
 
     The queue is the wait for a slot, :func:`calculators.planning.queueing.batched_server_wait` at
     ``request_rate / replicas`` with ``batch`` slots and the end-to-end latency at that batch as service time,
     plus the wait for the steps' token budget (:func:`calculators.planning.queueing.mg1_wait_quantile_s`, prompts
     of :func:`calculators.perf.serving.prompt_service_time_s`), their p99s added as the fleet planner adds them
-    (docs/queueing.md §4). Returns the serving metrics (``m``), both queues, and the budget of
-    :func:`latency_budget` (``None`` when either queue is unstable).
+    (docs/queueing.md §4). ``slot_cv`` and ``prompt_cv`` are the coefficients of variation of the slot time and
+    the prompt service, 0 for fixed lengths, as the fleet planner takes a workload without p95 lengths: at the
+    plan's batch and replicas the TTFT here is the plan's p99 TTFT. Returns the serving metrics (``m``), both
+    queues, and the budget of :func:`latency_budget` (``None`` when either queue is unstable).
     """
     m = {k: _f(v) for k, v in slot_view(r, serving_metrics(r, batch, input_len, output_len), batch,
                                         output_len).items()}
     rate = request_rate_per_s / replicas
-    wait = batched_server_wait(rate, m["slot_time_s"], int(batch), service_cv=service_cv)
+    wait = batched_server_wait(rate, m["slot_time_s"], int(batch), service_cv=slot_cv)
     prompt_s = _f(prompt_service_time_s(r, batch, input_len, output_len))
-    prompt_wait_s = _f(mg1_wait_quantile_s(rate, prompt_s, 0.0, 0.99))
+    prompt_wait_s = _f(mg1_wait_quantile_s(rate, prompt_s, prompt_cv, 0.99))
     stable = bool(np.ravel(wait.stable)[0]) and math.isfinite(prompt_wait_s)
     budget = None
     if stable:
@@ -214,7 +217,7 @@ def budget_at_batch(r: Roofline, *, batch: int, input_len: float, output_len: fl
             queue_s=_f(wait.p99_wait_s) + prompt_wait_s, network_s=network_s).items()}
     return {"m": m, "rate_per_replica": rate, "utilisation": _f(wait.utilisation), "stable": stable,
             "wait_mean_s": _f(wait.mean_wait_s), "wait_p99_s": _f(wait.p99_wait_s),
-            "prob_wait": _f(wait.probability_of_wait), "prompt_service_s": prompt_s,
+            "prob_wait": _f(wait.probability_of_wait), "slot_cv": slot_cv, "prompt_service_s": prompt_s,
             "prompt_utilisation": rate * prompt_s, "prompt_wait_p99_s": prompt_wait_s, "budget": budget}
 
 
@@ -412,8 +415,10 @@ def math_queue(view: dict, *, batch: int, replicas: int, request_rate_per_s: flo
     batch (end-to-end less the latency outside the engine's steps), then M/D/1 for the steps' token budget."""
     m = view["m"]
     r_over = m["e2e_latency_s"] - m["slot_time_s"]
-    return {"formula": "λ = rate ÷ replicas; ρ = λ × S ÷ c; W_q(p99) = ln(C(c, λS) ÷ 0.01) ÷ (c ÷ S − λ) "
-                       "when C > 0.01, else 0 (Erlang C; Allen–Cunneen factor (1 + cv²)/2 = 1 for cv = 1)",
+    cv = view["slot_cv"]
+    return {"formula": "λ = rate ÷ replicas; ρ = λ × S ÷ c; W_q(p99) = (1 + cv²)/2 × ln(C(c, λS) ÷ 0.01) ÷ "
+                       f"(c ÷ S − λ) when C > 0.01, else 0 (Erlang C with the Allen–Cunneen factor (1 + cv²)/2 = "
+                       f"{(1 + cv * cv) / 2:g} for cv = {cv:g}{': fixed lengths' if cv == 0 else ''})",
             "substituted": f"λ = {request_rate_per_s:g} ÷ {replicas:,} = {view['rate_per_replica']:,.3f} req/s; "
                            f"S = {_ms(m['e2e_latency_s'])} − {_ms(r_over)} outside the engine's steps = "
                            f"{_ms(m['slot_time_s'])}; c = {batch:,}; ρ = {view['utilisation']:.3f}; "
