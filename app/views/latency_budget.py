@@ -56,9 +56,10 @@ def _show(ctx: state.Computed) -> None:
     st.caption(f"{in_len:,} tokens in, {out_len:,} out, {ctx.scenario.request_rate_per_s:g} requests/s over "
                f"{replicas:,} replica(s) = {view['rate_per_replica']:,.3f} requests/s each · target {basis}")
     if not view["stable"]:
-        st.error(f"The queue is unstable at {replicas:,} replica(s): utilisation ρ = {view['utilisation']:.2f} ≥ 1 "
-                 f"— add replicas (a replica at batch {batch:,} serves {view['m']['requests_per_s']:,.3f} "
-                 "requests/s).")
+        busy = (f"its slots' utilisation ρ = {view['utilisation']:.2f}" if view["utilisation"] >= 1 else
+                f"its prompts keep the steps' token budget busy ρ_p = {view['prompt_utilisation']:.2f} of the time")
+        st.error(f"The queue is unstable at {replicas:,} replica(s): {busy} ≥ 1 — add replicas (a replica at batch "
+                 f"{batch:,} serves {view['m']['requests_per_s']:,.3f} requests/s).")
         return
     b = view["budget"]
     ttft_t, tpot_t = perf_state.targets_s(ctx)
@@ -77,7 +78,7 @@ def _show(ctx: state.Computed) -> None:
     c[0].metric("Largest max_wait for a micro-batcher [ms]", f"{b['max_wait_s'] * 1e3:,.1f}",
                 help="target − service time (prefill + decode) − network")
     c[1].metric("Slot utilisation ρ per replica", f"{view['utilisation']:.0%}",
-                help="M/M/c: λ × end-to-end latency ÷ batch slots")
+                help="λ × the time a request holds a slot ÷ batch slots")
     c[2].metric("p99 wait: slot / token budget [ms]",
                 f"{view['wait_p99_s'] * 1e3:,.1f} / {view['prompt_wait_p99_s'] * 1e3:,.1f}",
                 help="for one of the batch's slots (M/G/c), then for the steps' token budget among the other "

@@ -109,3 +109,15 @@ def test_the_latency_budget_at_the_plans_batch_and_replicas_gives_the_plans_p99_
     assert view["budget"]["ttft_s"] == pytest.approx(plan.ttft_p99_s, rel=1e-9)
     binding = view["prompt_wait_p99_s"] if big else view["wait_p99_s"]
     assert binding > max(view["wait_p99_s"], view["prompt_wait_p99_s"]) / 2
+
+
+def test_a_budget_the_prompts_overload_is_unstable_though_the_slots_are_not():
+    """Llama-3.1-8B on one H100, 8,000-token prompts and 20-token outputs at 4 requests/s over 256 slots: the
+    slots are 86 % busy, but the prompts need more than the steps' 8,192-token budget can prefill (ρ_p > 1), so
+    the queue before the first token grows without bound and no budget is stated."""
+    from calculators.report.explain_perf import budget_at_batch
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"), max_num_batched_tokens=8192)
+    view = budget_at_batch(r, batch=256, input_len=8000, output_len=20, request_rate_per_s=4, replicas=1,
+                           target_s=10.0)
+    assert view["utilisation"] < 1 <= view["prompt_utilisation"]
+    assert not view["stable"] and view["budget"] is None
