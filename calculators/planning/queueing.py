@@ -331,7 +331,7 @@ def mg1_wait_quantile_s(arrival_rate_per_s: ArrayLike, service_time_s: ArrayLike
     stable = rho < 1
     with np.errstate(divide="ignore", invalid="ignore"):
         mean_given_wait = (1 + np.square(cv)) * s / (2 * np.where(stable, 1 - rho, 1.0))
-        log_ratio = np.log(np.maximum(rho / np.maximum(1 - p, 1e-300), 1.0))
+        log_ratio = np.log(np.maximum(rho / (1 - p), 1.0))  # p < 1 (_quantile)
     return np.where(stable, np.where(log_ratio > 0, log_ratio * mean_given_wait, 0.0), np.inf)
 
 
