@@ -303,7 +303,7 @@ def mg1_wait_quantile_s(arrival_rate_per_s: ArrayLike, service_time_s: ArrayLike
     An arrival waits with probability ``ρ``; a wait, given one, is taken as exponential with the
     Pollaczek–Khinchine mean ``W_q / ρ = (1 + cv²)S / (2(1 − ρ))``, so ``P(W > t) = ρ·e^{−t ρ / W_q}`` and
     ``t_p = (W_q / ρ)·ln(ρ / (1 − p))`` where ``ρ > 1 − p``, else 0. Exact for M/M/1 (``cv = 1``: the wait given
-    one is exponential with mean ``S / (1 − ρ)``, Kleinrock 1975 §2.6 / Gross & Harris §2.2); for other service
+    one is exponential with mean ``S / (1 − ρ)``, Kleinrock 1975 §3.2; Gross & Harris 1998 §2.2); for other service
     laws the exponential tail is the heavy-traffic form (Kingman 1962, "On queues in heavy traffic", *J. R.
     Statist. Soc. B* 24) with the exact mean.
 
