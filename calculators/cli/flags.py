@@ -7,7 +7,14 @@ from typing import NoReturn
 
 from calculators.errors import InvalidInputError
 from calculators.perf.calibration import Calibration, calibrated
-from calculators.perf.roofline import COMPUTE_EFFICIENCY, MEMORY_EFFICIENCY, STEP_OVERHEAD_S, Efficiencies, Roofline
+from calculators.perf.roofline import (
+    COMPUTE_EFFICIENCY,
+    MAX_COST_S,
+    MEMORY_EFFICIENCY,
+    STEP_OVERHEAD_S,
+    Efficiencies,
+    Roofline,
+)
 from calculators.profiles import MAX_PROFILE_BYTES
 from calculators.specs.catalog import get_gpu, get_model
 from calculators.specs.hf_config import load_config_file
@@ -99,6 +106,8 @@ def plain_roofline(a: argparse.Namespace, eff: Efficiencies) -> Roofline:
 def roofline(a: argparse.Namespace) -> Roofline:
     for name in ("input_len", "output_len"):
         positive_int(name, getattr(a, name))
+    if not 0 <= a.step_overhead_ms <= MAX_COST_S * 1e3:  # NaN fails too; named as the user typed it
+        raise InvalidInputError("step_overhead_ms", a.step_overhead_ms, f"0 to {MAX_COST_S * 1e3:,.0f} ms")
     eff = Efficiencies(compute=a.compute_efficiency, memory=a.memory_efficiency,
                        step_overhead_s=a.step_overhead_ms / 1e3)
     cal = load_calibration(getattr(a, "calibration", None))

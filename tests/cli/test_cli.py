@@ -100,6 +100,15 @@ def test_lists():
     assert "H100-SXM" in llmcap("gpus").stdout
 
 
+@pytest.mark.parametrize("value", ["1e300", "nan", "-1"])
+def test_a_step_overhead_beyond_a_minute_is_refused_by_its_flags_name(value):
+    """--step-overhead-ms 1e300 once printed a 300-digit TTFT; it is refused under the name and unit typed."""
+    p = llmcap("perf", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100", "--input-len", "100", "--output-len",
+               "10", "--concurrency", "4", "--step-overhead-ms", value)
+    assert p.returncode == 2 and "step_overhead_ms" in p.stderr and "0 to 60,000 ms" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
 def test_gpus_lists_the_16_bit_peak_a_gpu_has_and_the_price_the_planner_uses():
     """The T4 (Turing) has no BF16: its 16-bit peak is FP16's 65 TFLOP/s (datasheet), never "0.0 TFLOP/s bf16"; its
     price is the median of its two listed on-demand prices, between them; a TPU without one shows "—"."""
