@@ -262,15 +262,16 @@ def _replicas_for_ttft(w: Workload, start: np.ndarray, ttft_s: np.ndarray, queue
     if rows.size == 0:
         return found
     lo, hi = start[rows] - 1, start[rows].astype(np.float64)
+    short = np.ones(len(rows), dtype=bool)  # each pass evaluates only the candidates still open
     for _ in range(64):  # λ / replicas halves each time: the waits vanish well within 2⁶⁴ replicas
-        short = queue.p99_wait_s(w, hi, rows) > budget[rows]
+        short[short] = queue.p99_wait_s(w, hi[short], rows[short]) > budget[rows[short]]
         if not short.any():
             break
         lo, hi = np.where(short, hi, lo), np.where(short, 2 * hi, hi)
     while np.any(open_ := hi - lo > 1):  # invariant: lo misses the target (or is below start), hi meets it
-        mid = np.where(open_, np.floor((lo + hi) / 2), hi)
-        ok = queue.p99_wait_s(w, mid, rows) <= budget[rows]
-        lo, hi = np.where(open_ & ~ok, mid, lo), np.where(open_ & ok, mid, hi)
+        mid = np.floor((lo[open_] + hi[open_]) / 2)
+        ok = queue.p99_wait_s(w, mid, rows[open_]) <= budget[rows[open_]]
+        lo[open_], hi[open_] = np.where(ok, lo[open_], mid), np.where(ok, mid, hi[open_])
     found[rows] = hi
     return found
 
