@@ -21,6 +21,7 @@ from calculators.planning.fleet import (
     fleet_summary,
     pareto_front,
     slo_text,
+    ttft_bound_note,
     unbounded_tpot_note,
 )
 from calculators.planning.pools import PoolSpec, plan_pools
@@ -59,6 +60,8 @@ def _ranked(model, plans: list, w) -> None:
     (st.success if any(p.meets_slo for p in plans) else st.warning)(fleet_summary(model, plans))
     if note := unbounded_tpot_note(w, best_plan(plans)):
         st.info(f"{note} Set a p99 TPOT target (sidebar: Workload & SLO) to bound it.")
+    if note := ttft_bound_note(w, best_plan(plans)):
+        st.info(note)
     st.subheader("Ranked layouts")
     table = fc.plans_frame(plans)
     st.dataframe(table, hide_index=True, column_config=fc.column_config(table), key="fleet_table")

@@ -15,6 +15,7 @@ from calculators.planning.fleet import (
     fleet_summary,
     pareto_front,
     plan_fleet,
+    ttft_bound_note,
     unbounded_tpot_note,
 )
 from calculators.planning.sizing import sizing_sentence
@@ -39,7 +40,8 @@ def cmd_plan(a: argparse.Namespace) -> int:
     front = {(p.gpu, p.layout) for p in pareto_front(plans)}
     doc = {"model": model.id, "workload": {k: v for k, v in vars(w).items()}, "summary": fleet_summary(model, plans),
            "sizing": sizing, "sizing_note": sizing_sentence(sizing, gpus),
-           "tpot_note": _tpot_note(w, plans), "cost_labels": COST_LABELS,
+           "tpot_note": _tpot_note(w, plans), "ttft_note": ttft_bound_note(w, best_plan(plans)),
+           "cost_labels": COST_LABELS,
            "cost_split": "GPU time split between prefill (input tokens) and decode (output tokens) by their "
                          "shares of a request cycle",
            "layouts": [{**p.as_dict(), "pareto": (p.gpu, p.layout) in front}
@@ -76,8 +78,9 @@ def _write_quote(a: argparse.Namespace, model, gpus: list, w: Workload, plans: l
 def _print_table(a: argparse.Namespace, model, w: Workload, plans: list[LayoutPlan], doc: dict) -> None:
     print(f"{a.model}: {w.request_rate_per_s:g} req/s, {w.input_len:g} in / {w.output_len:g} out — {doc['summary']}")
     print(doc["sizing_note"])
-    if doc["tpot_note"]:
-        print(doc["tpot_note"])
+    for note in (doc["tpot_note"], doc["ttft_note"]):
+        if note:
+            print(note)
     print(f"{'gpu':12s} {'layout':22s} {'batch':>6s} {'repl':>5s} {'GPUs':>5s} {'$/hour':>9s} {'$/month':>10s} "
           f"{'$/1M out':>9s} {'TTFT p99':>9s} {'TPOT':>7s} {'tok/s/GPU':>9s}  SLO")
     for p in plans:

@@ -119,6 +119,7 @@ class LayoutPlan:
     output_tokens_per_s_per_gpu: float | None = None
     tokens_per_s_per_user: float | None = None
     replicas: int = 0
+    replicas_for_ttft: int = 0  # of ``replicas`` (spare aside), those the p99 TTFT target adds to what the load needs
     total_gpus: int = 0
     nodes: int = 0
     utilisation: float | None = None
@@ -321,6 +322,7 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     tpot_eff = m["tpot_s"]  # under load: the prefill of arriving prompts mixed into the steps
     replicas = np.ceil(w.request_rate_per_s / (utilisation_cap * m["requests_per_s"]))
     queue = _ttft_queue(pm, w, b, m["slot_time_s"])
+    for_load = replicas
     if w.ttft_p99_s is not None:
         tpot_ok = tpot_eff <= (w.tpot_p99_s if w.tpot_p99_s is not None else np.inf)
         replicas = _replicas_for_ttft(w, replicas, m["ttft_s"], queue, tpot_ok)
@@ -336,7 +338,22 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     plan.vllm_serve = vllm_serve_command(model.id, cap, math.ceil(plan.batch_size / pools), data_parallel_size=pools)
     if not plan.meets_slo:
         plan.message = _shortfall(w, float(tpot_eff.min()), float(m["ttft_s"][0]))
+    else:
+        plan.replicas_for_ttft = int(replicas[i] - (1 if n_plus_one else 0) - for_load[i])
     return plan
+
+
+def ttft_bound_note(w: Workload, plan: LayoutPlan | None) -> str | None:
+    """Why a plan holds more replicas than its load needs, in words: the p99 TTFT target leaves little beyond the
+    TTFT itself, so the replicas run part-idle for arrivals to rarely wait (docs/queueing.md §4); None where the
+    target adds no replica."""
+    if w.ttft_p99_s is None or plan is None or not plan.meets_slo or plan.replicas_for_ttft <= 0:
+        return None
+    assert plan.ttft_s is not None and plan.utilisation is not None  # a plan that meets the SLO is sized
+    return (f"The p99 TTFT target binds: TTFT is {plan.ttft_s * 1e3:,.0f} ms of the {w.ttft_p99_s * 1e3:,.0f} ms, so "
+            f"{plan.layout} on {plan.gpu} runs {plan.replicas:,} replicas {plan.utilisation:.0%} busy, "
+            f"{plan.replicas_for_ttft:,} more than the load needs, for arrivals to rarely wait for a slot or the token "
+            "budget. A looser TTFT target, or a layout with a faster prefill, needs fewer.")
 
 
 def _p99_ttft_s(w: Workload, replicas: int, ttft_s: float, queue: _TtftQueue) -> float:

@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING
 from calculators.errors import InvalidInputError
 from calculators.perf.bands import timing_band
 from calculators.perf.roofline import Efficiencies
-from calculators.planning.fleet import LayoutPlan, Workload, closest_plan, pareto_front, unbounded_tpot_note
+from calculators.planning.fleet import (
+    LayoutPlan,
+    Workload,
+    closest_plan,
+    pareto_front,
+    ttft_bound_note,
+    unbounded_tpot_note,
+)
 from calculators.planning.sizing import sizing_sentence
 from calculators.report.explain_fleet import (
     cost_rows,
@@ -154,6 +161,7 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
         "inputs": inputs, "chosen": plan.as_dict() if plan else None,
         "costs": cost_rows(plan) if fits and plan else [],
         "timing": (_timing(plan, sizing, chosen_gpu) + _optional(unbounded_tpot_note(w, plan))
+                   + _optional(ttft_bound_note(w, plan))
                    + published_runs_lines(published)) if fits and plan else [],
         "vllm_serve": serve_line(plan, model.id, name) if fits and plan else "",
         "math": math_chain(plan, w, utilisation_cap=utilisation_cap, n_plus_one=n_plus_one) if fits and plan else [],
