@@ -194,11 +194,6 @@ def _nodes(layout: Layout, replicas: int) -> int:
     return replicas * math.ceil(layout.gpus_per_replica / per_node)
 
 
-def _service_cv(w: Workload) -> float:
-    """Coefficient of variation of the slot time, taken as that of the output length (:func:`_lognormal_cv`)."""
-    return _lognormal_cv(w.output_len, w.output_len_p95)
-
-
 def _lognormal_cv(mean: float, p95: float | None) -> float:
     """Coefficient of variation of a length: 0 for fixed lengths; from the log-normal through the mean and p95
     otherwise (docs/queueing.md §4)."""
@@ -233,6 +228,10 @@ class _TtftQueue:
     slot_cv: float
     prompt_cv: float
 
+    def at(self, i: int) -> _TtftQueue:
+        """The queues of candidate ``i`` alone."""
+        return replace(self, slot_s=self.slot_s[i], slots=self.slots[i], prompt_s=self.prompt_s[i])
+
     def p99_wait_s(self, w: Workload, replicas: ArrayLike, rows: np.ndarray | None = None) -> np.ndarray:
         """The p99 wait [s] at ``replicas`` replicas, for the candidates ``rows`` (all of them by default)."""
         pick = (lambda x: x) if rows is None else (lambda x: x[rows])
@@ -242,11 +241,12 @@ class _TtftQueue:
 
 
 def _ttft_queue(pm: PerformanceModel, w: Workload, batch: ArrayLike, slot_s: ArrayLike) -> _TtftQueue:
-    """The queues before a prefill at each batch candidate ``batch`` (slot times ``slot_s``) with ``pm``'s steps."""
+    """The queues before a prefill at each batch candidate ``batch`` (slot times ``slot_s``) with ``pm``'s steps:
+    the slot time varies as the output length does, the prompt service as the prompt length does."""
     b = np.asarray(batch, dtype=np.float64)
     return _TtftQueue(np.asarray(slot_s, dtype=np.float64), b.astype(np.int64),
-                      prompt_service_time_s(pm, b, w.input_len, w.output_len), _service_cv(w),
-                      _lognormal_cv(w.input_len, w.input_len_p95))
+                      prompt_service_time_s(pm, b, w.input_len, w.output_len),
+                      _lognormal_cv(w.output_len, w.output_len_p95), _lognormal_cv(w.input_len, w.input_len_p95))
 
 
 def _replicas_for_ttft(w: Workload, start: np.ndarray, ttft_s: np.ndarray, queue: _TtftQueue,
@@ -332,7 +332,7 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
         ok &= tpot_eff <= w.tpot_p99_s
     plan.meets_slo = bool(ok.any())
     i = int(np.flatnonzero(ok)[np.argmin(replicas[ok])]) if ok.any() else int(np.argmin(tpot_eff))
-    _fill(plan, layout, w, (r, pm), b[i], replicas[i], {k: float(v[i]) for k, v in m.items()})
+    _fill(plan, layout, w, (r, pm), b[i], replicas[i], {k: float(v[i]) for k, v in m.items()}, queue.at(i))
     plan.usd_per_gpu_hour, plan.price_source = gpu_price(layout.gpu, usd_per_gpu_hour)
     _costs(plan, w)
     plan.vllm_serve = vllm_serve_command(model.id, cap, math.ceil(plan.batch_size / pools), data_parallel_size=pools)
@@ -362,8 +362,9 @@ def _p99_ttft_s(w: Workload, replicas: int, ttft_s: float, queue: _TtftQueue) ->
 
 
 def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline, PerformanceModel], batch: float,
-          replicas: float, m: dict[str, float]) -> None:
-    """The chosen batch's figures ``m`` (from the sizing model), their bands (around the estimate), replicas."""
+          replicas: float, m: dict[str, float], queue: _TtftQueue) -> None:
+    """The chosen batch's figures ``m`` and queues (from the sizing model), their bands (around the estimate),
+    replicas."""
     r, pm = models
     replicas = int(replicas) if np.isfinite(replicas) else int(math.ceil(
         w.request_rate_per_s / (UTILISATION_CAP * m["requests_per_s"])))
@@ -371,13 +372,14 @@ def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline,
     plan.total_gpus = replicas * layout.gpus_per_replica
     plan.nodes = _nodes(layout, replicas)
     plan.ttft_s, plan.tpot_s, plan.e2e_latency_s = m["ttft_s"], m["tpot_s"], m["e2e_latency_s"]
-    plan.ttft_p99_s = _p99_ttft_s(w, replicas, plan.ttft_s, _ttft_queue(pm, w, batch, m["slot_time_s"]))
+    plan.ttft_p99_s = _p99_ttft_s(w, replicas, plan.ttft_s, queue)
     est = m if pm is r else {k: float(v) for k, v in slot_view(
         r, serving_metrics(r, batch, w.input_len, w.output_len), batch, w.output_len).items()}
     if r.efficiencies.is_shipped():  # the bands describe the shipped fit, not a caller's own efficiencies
         plan.tpot_band_low_s, plan.tpot_band_high_s = band_edges_s("tpot", est["tpot_s"], r.gpu)
         plan.ttft_p99_band_low_s, plan.ttft_p99_band_high_s = band_edges_s(
-            "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], _ttft_queue(r, w, batch, est["slot_time_s"])), r.gpu)
+            "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], queue if pm is r else _ttft_queue(
+                r, w, batch, est["slot_time_s"])), r.gpu)
     terms = r.decode_breakdown(batch, w.input_len + w.output_len / 2)
     plan.allreduce_s, plan.bubble_fraction = float(terms["allreduce_s"]), float(terms["bubble_fraction"])
     plan.replica_requests_per_s = m["requests_per_s"]

@@ -26,7 +26,7 @@ from calculators.perf.roofline import (
 )
 from calculators.perf.serving import prompt_service_time_s, serving_metrics, slot_view
 from calculators.planning.fleet import UTILISATION_CAP
-from calculators.planning.queueing import batched_server_wait, mg1_wait_quantile_s
+from calculators.planning.queueing import batched_server_wait, mg1_wait_quantile_s, replica_ttft_wait_p99_s
 from calculators.report.perf import knee_document, perf_document
 from calculators.vllm.advice import recommend_max_num_seqs
 from calculators.vllm.capacity import CapacityResult
@@ -214,7 +214,9 @@ def budget_at_batch(r: Roofline, *, batch: int, input_len: float, output_len: fl
     if stable:
         budget = {k: _f(v) for k, v in latency_budget(
             target_s=target_s, prefill_s=m["ttft_s"], tpot_s=m["tpot_s"], output_len=output_len,
-            queue_s=_f(wait.p99_wait_s) + prompt_wait_s, network_s=network_s).items()}
+            queue_s=_f(replica_ttft_wait_p99_s(rate, m["slot_time_s"], int(batch), prompt_s, slot_cv=slot_cv,
+                                               prompt_cv=prompt_cv)),
+            network_s=network_s).items()}
     return {"m": m, "rate_per_replica": rate, "utilisation": _f(wait.utilisation), "stable": stable,
             "wait_mean_s": _f(wait.mean_wait_s), "wait_p99_s": _f(wait.p99_wait_s),
             "prob_wait": _f(wait.probability_of_wait), "slot_cv": slot_cv, "prompt_service_s": prompt_s,
