@@ -23,17 +23,16 @@ import statistics
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
 from calculators.memory.kv_cache import check_tensor_parallel
 from calculators.memory.weights import resolve_quantization
 from calculators.perf.model import PerformanceModel
 from calculators.perf.roofline import Efficiencies, Roofline
-from calculators.perf.serving import prompt_service_time_s, serving_metrics, slot_view
+from calculators.perf.serving import serving_metrics, slot_view
 from calculators.planning.costs import SECONDS_PER_HOUR as SECONDS_PER_HOUR
 from calculators.planning.costs import fleet_costs
-from calculators.planning.queueing import replica_ttft_wait_p99_s
+from calculators.planning.replica_tails import TtftQueue, replicas_for_ttft, ttft_queue
 from calculators.planning.sizing import band_edges_s, sized_model
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive
@@ -194,17 +193,6 @@ def _nodes(layout: Layout, replicas: int) -> int:
     return replicas * math.ceil(layout.gpus_per_replica / per_node)
 
 
-def _lognormal_cv(mean: float, p95: float | None) -> float:
-    """Coefficient of variation of a length: 0 for fixed lengths; from the log-normal through the mean and p95
-    otherwise (docs/queueing.md §4)."""
-    if not p95 or p95 <= mean:
-        return 0.0
-    c = math.log(p95 / mean)
-    disc = 1.6448536269514722**2 - 2 * c
-    sigma = 1.6448536269514722 - math.sqrt(disc) if disc >= 0 else 1.6448536269514722
-    return math.sqrt(math.expm1(sigma**2))
-
-
 def batch_candidates(limit: int, points: int = 96) -> np.ndarray:
     """Batch sizes to try: every size up to 32, then a geometric grid up to the KV limit."""
     dense = np.arange(1, min(limit, 32) + 1)
@@ -215,66 +203,6 @@ def batch_candidates(limit: int, points: int = 96) -> np.ndarray:
 def default_max_model_len(model: ModelSpec, w: Workload) -> int:
     """Room for the longest (p95) request, rounded up to a multiple of 1,024 tokens."""
     return int(min(model.max_position_embeddings, math.ceil(w.longest_len * 1.25 / 1024) * 1024))
-
-
-@dataclass(frozen=True)
-class _TtftQueue:
-    """What an arrival at one replica waits for before its prefill, per batch candidate: a slot (``slots`` of
-    ``slot_s``, cv ``slot_cv``) and the steps' token budget (prompts of ``prompt_s``, cv ``prompt_cv``)."""
-
-    slot_s: np.ndarray
-    slots: np.ndarray
-    prompt_s: np.ndarray
-    slot_cv: float
-    prompt_cv: float
-
-    def at(self, i: int) -> _TtftQueue:
-        """The queues of candidate ``i`` alone."""
-        return replace(self, slot_s=self.slot_s[i], slots=self.slots[i], prompt_s=self.prompt_s[i])
-
-    def p99_wait_s(self, w: Workload, replicas: ArrayLike, rows: np.ndarray | None = None) -> np.ndarray:
-        """The p99 wait [s] at ``replicas`` replicas, for the candidates ``rows`` (all of them by default)."""
-        pick = (lambda x: x) if rows is None else (lambda x: x[rows])
-        return replica_ttft_wait_p99_s(w.request_rate_per_s / np.asarray(replicas, dtype=np.float64),
-                                       pick(self.slot_s), pick(self.slots), pick(self.prompt_s),
-                                       slot_cv=self.slot_cv, prompt_cv=self.prompt_cv)
-
-
-def _ttft_queue(pm: PerformanceModel, w: Workload, batch: ArrayLike, slot_s: ArrayLike) -> _TtftQueue:
-    """The queues before a prefill at each batch candidate ``batch`` (slot times ``slot_s``) with ``pm``'s steps:
-    the slot time varies as the output length does, the prompt service as the prompt length does."""
-    b = np.asarray(batch, dtype=np.float64)
-    return _TtftQueue(np.asarray(slot_s, dtype=np.float64), b.astype(np.int64),
-                      prompt_service_time_s(pm, b, w.input_len, w.output_len),
-                      _lognormal_cv(w.output_len, w.output_len_p95), _lognormal_cv(w.input_len, w.input_len_p95))
-
-
-def _replicas_for_ttft(w: Workload, start: np.ndarray, ttft_s: np.ndarray, queue: _TtftQueue,
-                       needed: np.ndarray) -> np.ndarray:
-    """Fewest replicas (from ``start`` up) whose p99 TTFT = TTFT + the p99 wait for a slot and for the token
-    budget (:func:`~calculators.planning.queueing.replica_ttft_wait_p99_s`) meets the target; ``inf`` where the
-    TTFT alone misses it. For the batches that meet the TPOT target (``needed``; the others cannot be chosen),
-    the replicas double from ``start`` until the target is met, then bisect between the last two counts: the
-    wait falls as replicas grow."""
-    assert w.ttft_p99_s is not None  # the caller sizes for a TTFT target
-    budget = w.ttft_p99_s - ttft_s
-    rows = np.flatnonzero((budget > 0) & needed)
-    found = np.full(len(start), np.inf)
-    if rows.size == 0:
-        return found
-    lo, hi = start[rows] - 1, start[rows].astype(np.float64)
-    short = np.ones(len(rows), dtype=bool)  # each pass evaluates only the candidates still open
-    for _ in range(64):  # λ / replicas halves each time: the waits vanish well within 2⁶⁴ replicas
-        short[short] = queue.p99_wait_s(w, hi[short], rows[short]) > budget[rows[short]]
-        if not short.any():
-            break
-        lo, hi = np.where(short, hi, lo), np.where(short, 2 * hi, hi)
-    while np.any(open_ := hi - lo > 1):  # invariant: lo misses the target (or is below start), hi meets it
-        mid = np.floor((lo[open_] + hi[open_]) / 2)
-        ok = queue.p99_wait_s(w, mid, rows[open_]) <= budget[rows[open_]]
-        lo[open_], hi[open_] = np.where(ok, lo[open_], mid), np.where(ok, mid, hi[open_])
-    found[rows] = hi
-    return found
 
 
 def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_hour: float | None = None,
@@ -321,11 +249,11 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     m = slot_view(pm, serving_metrics(pm, b, w.input_len, w.output_len), b, w.output_len)
     tpot_eff = m["tpot_s"]  # under load: the prefill of arriving prompts mixed into the steps
     replicas = np.ceil(w.request_rate_per_s / (utilisation_cap * m["requests_per_s"]))
-    queue = _ttft_queue(pm, w, b, m["slot_time_s"])
+    queue = ttft_queue(pm, w, b, m["slot_time_s"])
     for_load = replicas
     if w.ttft_p99_s is not None:
         tpot_ok = tpot_eff <= (w.tpot_p99_s if w.tpot_p99_s is not None else np.inf)
-        replicas = _replicas_for_ttft(w, replicas, m["ttft_s"], queue, tpot_ok)
+        replicas = replicas_for_ttft(w, replicas, m["ttft_s"], queue, tpot_ok)
     replicas = replicas + (1 if n_plus_one else 0)
     ok = np.isfinite(replicas)
     if w.tpot_p99_s is not None:
@@ -356,13 +284,13 @@ def ttft_bound_note(w: Workload, plan: LayoutPlan | None) -> str | None:
             "budget. A looser TTFT target, or a layout with a faster prefill, needs fewer.")
 
 
-def _p99_ttft_s(w: Workload, replicas: int, ttft_s: float, queue: _TtftQueue) -> float:
+def _p99_ttft_s(w: Workload, replicas: int, ttft_s: float, queue: TtftQueue) -> float:
     """TTFT + the p99 wait for a slot and for the token budget at one replica's share of the load [s]."""
     return ttft_s + float(queue.p99_wait_s(w, replicas))
 
 
 def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline, PerformanceModel], batch: float,
-          replicas: float, m: dict[str, float], queue: _TtftQueue) -> None:
+          replicas: float, m: dict[str, float], queue: TtftQueue) -> None:
     """The chosen batch's figures ``m`` and queues (from the sizing model), their bands (around the estimate),
     replicas."""
     r, pm = models
@@ -378,7 +306,7 @@ def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline,
     if r.efficiencies.is_shipped():  # the bands describe the shipped fit, not a caller's own efficiencies
         plan.tpot_band_low_s, plan.tpot_band_high_s = band_edges_s("tpot", est["tpot_s"], r.gpu)
         plan.ttft_p99_band_low_s, plan.ttft_p99_band_high_s = band_edges_s(
-            "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], queue if pm is r else _ttft_queue(
+            "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], queue if pm is r else ttft_queue(
                 r, w, batch, est["slot_time_s"])), r.gpu)
     terms = r.decode_breakdown(batch, w.input_len + w.output_len / 2)
     plan.allreduce_s, plan.bubble_fraction = float(terms["allreduce_s"]), float(terms["bubble_fraction"])

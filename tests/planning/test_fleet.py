@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from calculators.errors import InvalidInputError
@@ -15,8 +14,6 @@ from calculators.planning.fleet import (
     LayoutPlan,
     Workload,
     _nodes,
-    _replicas_for_ttft,
-    _TtftQueue,
     best_plan,
     closest_plan,
     enumerate_layouts,
@@ -29,7 +26,6 @@ from calculators.planning.fleet import (
     ttft_bound_note,
     unbounded_tpot_note,
 )
-from calculators.planning.queueing import replica_ttft_wait_p99_s
 from calculators.specs.catalog import get_gpu, get_model
 
 LLAMA70 = "meta-llama/Llama-3.1-70B-Instruct"
@@ -215,26 +211,6 @@ def test_cost_per_month_and_year_use_730_and_8760_hours():
     assert p.usd_per_hour == 2.0 * p.total_gpus
     assert p.usd_per_month == pytest.approx(p.usd_per_hour * 730)
     assert p.usd_per_year == pytest.approx(p.usd_per_hour * 8760)
-
-
-def test_replicas_for_ttft_is_the_fewest_that_meets_the_target():
-    """Against a brute-force scan of replica counts: the search finds the first count whose p99 wait for a slot
-    and for the token budget fits the budget, whether that is the throughput bound, a few above it, or far above
-    (the doubling, then the bisection)."""
-    w = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0)
-    b = np.array([1.0, 4.0, 32.0, 256.0, 8.0])
-    e2e_s = np.array([2.0, 4.0, 6.0, 12.0, 5.0])
-    prompt_s = np.array([0.05, 0.1, 0.2, 0.01, 0.1])
-    prefill_s = np.array([0.2, 0.3, 0.5, 0.6, 1.2])  # the last misses on its prefill alone
-    start = np.ceil(40 / (0.8 * b / e2e_s))
-    queue = _TtftQueue(e2e_s, b.astype(np.int64), prompt_s, slot_cv=1.0, prompt_cv=0.0)
-    got = _replicas_for_ttft(w, start, prefill_s, queue, np.ones(5, dtype=bool))
-    for i in range(4):
-        n = np.arange(start[i], start[i] + 20_000)
-        fits = replica_ttft_wait_p99_s(40 / n, e2e_s[i], b[i], prompt_s[i], slot_cv=1.0) <= 1.0 - prefill_s[i]
-        assert fits.any() and got[i] == n[np.argmax(fits)], i
-    assert got[4] == np.inf
-    assert got[3] == start[3] and start[2] < got[2] < 4 * start[2] and got[0] > 32 * start[0]  # every path
 
 
 def test_a_ttft_target_close_to_the_ttft_itself_is_met_by_part_idle_replicas_and_says_so():
