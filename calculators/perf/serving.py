@@ -41,6 +41,7 @@ from numpy.typing import ArrayLike
 from calculators.errors import InvalidInputError
 from calculators.perf.model import PerformanceModel, scheduler_recv_interval
 from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS
+from calculators.planning.queueing import prompts_during_decode_quantile
 from calculators.validation import at_least, positive, positive_int
 
 OPEN_LOOP_BISECTION_STEPS = 32
@@ -216,6 +217,37 @@ def serving_metrics(pm: PerformanceModel, concurrency: ArrayLike, input_len: Arr
     wait = np.maximum(n * engine_s / running - m["e2e_latency_s"], 0.0)
     m = {**m, "ttft_s": m["ttft_s"] + wait, "e2e_latency_s": m["e2e_latency_s"] + wait, "queue_wait_s": wait}
     return _with_throughput(pm, m, n / m["e2e_latency_s"], o)
+
+
+def request_tpot_quantile_s(pm: PerformanceModel, concurrency: ArrayLike, input_len: ArrayLike,
+                            output_len: ArrayLike, *, arrival_rate_per_s: ArrayLike, wait_s: ArrayLike,
+                            max_running: ArrayLike, quantile: float = 0.99,
+                            mean_tpot_s: ArrayLike | None = None) -> np.ndarray:
+    """A quantile over requests of each request's TPOT under Poisson arrivals, ``N`` in flight on average [s].
+
+    TPOT is a request's mean gap between tokens, so it varies from request to request with the other prompts
+    fused into its steps. The mean TPOT at ``N`` (:func:`closed_loop_tpot_s`) is the bare decode step ``d`` plus
+    ``N/O`` prompts' worth ``p`` per step; a request meets ``K`` such prompts in its decode, those that arrive
+    while it waits (``wait_s``) and decodes, and ``K``'s quantile is Poisson's with the longer decode that more
+    prompts bring (:func:`~calculators.planning.queueing.prompts_during_decode_quantile`). So the quantile is
+    ``d + K·p/O``, at most the mean TPOT of a full batch of ``max_running``: the slots then admit a prompt only
+    as another request leaves (docs/queueing.md §4).
+
+    Example (a 10 ms step, 0.1 ms a prompt token, ``I`` = 100, ``O`` = 50: ``p`` = 10 ms): 8 in flight at 13.5
+    requests/s (Little: 8 / 0.594 s), no wait; the bare decode lasts 0.5 s and the p99 ``K`` = 16.73, so TPOT p99 =
+    10 + 16.73 × 10 / 50 = 13.35 ms against a mean of 11.6 ms. With ``max_running`` = 8 the slots are full: 11.6 ms.
+
+    ``mean_tpot_s``: the mean TPOT at ``N`` where the caller has it (:func:`closed_loop_tpot_s`), not priced again.
+    """
+    n = np.asarray(positive("concurrency", concurrency), dtype=np.float64)
+    i, o = _lengths(input_len, output_len)
+    bare = pm.decode_step_time_s(n, i + o / 2)
+    mean = closed_loop_tpot_s(pm, n, i, o) if mean_tpot_s is None else np.asarray(mean_tpot_s, dtype=np.float64)
+    per_prompt = np.maximum(mean - bare, 0.0) * o / n
+    k = prompts_during_decode_quantile(arrival_rate_per_s, wait_s, o * bare, per_prompt, quantile)
+    cap = np.asarray(max_running, dtype=np.float64)
+    full = closed_loop_tpot_s(pm, np.where(np.isfinite(cap), cap, 1.0), i, o)
+    return np.minimum(bare + k * per_prompt / o, np.where(np.isfinite(cap), full, np.inf))
 
 
 def slot_view(pm: PerformanceModel, m: dict[str, np.ndarray], batch: ArrayLike,

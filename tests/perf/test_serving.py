@@ -13,6 +13,7 @@ from calculators.perf.serving import (
     closed_loop_tpot_s,
     open_loop_metrics,
     prompt_service_time_s,
+    request_tpot_quantile_s,
     serving_metrics,
     static_batch_metrics,
 )
@@ -236,3 +237,18 @@ def test_a_mixed_step_without_prompt_tokens_is_a_decode_step():
     # prompt tokens only add time, and a fused step costs less than a decode step plus a separate prefill
     fused = r.mixed_step_time_s(16, 2048, 512, 2048)
     assert r.decode_step_time_s(16, 2048) < fused < r.decode_step_time_s(16, 2048) + r.prefill_time_s(512, 1)
+
+
+def test_request_tpot_quantile_worked_by_hand():
+    """8 in flight at 13.5 requests/s (100 in, 50 out): the bare step is 10 ms, a prompt adds 100 × 0.1 = 10 ms
+    (the mean, 11.6 ms, is 10 + 8/50 × 10). The decode lasts 50 × 10 ms = 0.5 s; ρ = 13.5 × 0.01 = 0.135,
+    λD = 6.75; √μ = (0.135z + √((0.135z)² + 4 × 0.865 × (6.75 + 0.135c))) / 1.73 = 3.00132, μ = 9.00792,
+    K = 9.00792 + 2.32635 × 3.00132 + 0.73532 = 16.7254; p99 TPOT = 10 + 16.7254 × 10 / 50 = 13.345 ms. With at
+    most 8 running the slots are full, and a full batch's mean, 11.6 ms, caps it."""
+    free = request_tpot_quantile_s(PM, 8, 100, 50, arrival_rate_per_s=13.5, wait_s=0.0, max_running=np.inf)
+    assert float(free) == pytest.approx(0.013345, abs=2e-7)
+    full = request_tpot_quantile_s(PM, 8, 100, 50, arrival_rate_per_s=13.5, wait_s=0.0, max_running=8)
+    assert float(full) == pytest.approx(0.0116)
+    # a request that waited 0.2 s meets the 2.7 prompts more that arrived meanwhile, at the p99 too
+    waited = request_tpot_quantile_s(PM, 8, 100, 50, arrival_rate_per_s=13.5, wait_s=0.2, max_running=np.inf)
+    assert float(waited) > float(free) + 2.7 * 0.010 / 50

@@ -27,6 +27,8 @@ from calculators.planning.queueing import (
     mm1_mean_wait_s,
     mmc_wait,
     mmc_wait_quantile_s,
+    poisson_quantile,
+    prompts_during_decode_quantile,
     replica_ttft_wait_p99_s,
     users_per_gpu,
 )
@@ -319,3 +321,56 @@ def test_max_arrival_rate_inverts_the_wait(s, c, target, q):
     assert wait <= target * (1 + 1e-12)  # errs on the safe side
     # The wait is continuous and increasing in λ and unbounded as λ → c/S, so at the root it meets the target.
     assert float(wait) == pytest.approx(target, rel=1e-6)
+
+
+def _exact_poisson_quantile(mu: float, q: float) -> int:
+    """The smallest k with P(K ≤ k) ≥ q for a Poisson count of mean mu, by summing its probabilities."""
+    k, cdf = 0, 0.0
+    while True:
+        cdf += math.exp(k * math.log(mu) - mu - math.lgamma(k + 1))
+        if cdf >= q:
+            return k
+        k += 1
+
+
+@pytest.mark.parametrize("q", [0.9, 0.99])
+@pytest.mark.parametrize("mu", [1, 2, 5, 10, 20, 50, 100, 400])
+def test_poisson_quantile_lies_within_one_of_the_exact_integer_quantile(mu, q):
+    assert abs(float(poisson_quantile(mu, q)) - _exact_poisson_quantile(mu, q)) <= 1
+
+
+def test_poisson_quantile_by_hand_and_at_no_arrivals():
+    # μ = 20, p = 0.99: z = 2.32635, 20 + 2.32635 × √20 + (2.32635² − 1)/6 = 20 + 10.4038 + 0.7353 = 31.139
+    assert float(poisson_quantile(20, 0.99)) == pytest.approx(31.139, abs=1e-3)
+    assert float(poisson_quantile(0, 0.99)) == 0.0
+
+
+def _simulated_prompts_p99(lam: float, wait_s: float, decode_s: float, prompt_s: float, trials: int) -> float:
+    """Monte Carlo: Poisson arrivals at lam, each one that lands before the decode ends extends it by prompt_s."""
+    rng = np.random.default_rng(7)
+    t, end, k = np.zeros(trials), np.full(trials, wait_s + decode_s), np.zeros(trials)
+    open_ = np.ones(trials, dtype=bool)
+    while open_.any():
+        t[open_] += rng.exponential(1 / lam, open_.sum())
+        open_ &= t <= end
+        k[open_] += 1
+        end[open_] += prompt_s
+    return float(np.quantile(k, 0.99))
+
+
+def test_prompts_during_decode_by_hand_and_against_a_simulation():
+    # λ = 2/s, W = 0.1 s, D = 6 s, p = 0.1 s: ρ = 0.2, λ(W + D) = 12.2, z = 2.32635, c = 0.73532;
+    # √μ = (0.2z + √((0.2z)² + 4 × 0.8 × (12.2 + 0.2c))) / 1.6 = (0.46527 + 6.30295) / 1.6 = 4.23014, μ = 17.894;
+    # K = 17.894 + 2.32635 × 4.23014 + 0.73532 = 28.470 (and μ = 12.2 + 0.2 K: the fixed point)
+    assert float(prompts_during_decode_quantile(2, 0.1, 6, 0.1)) == pytest.approx(28.470, abs=2e-3)
+    for args in ((2, 0.1, 6, 0.1), (13.5, 0.0, 0.5, 0.01), (5, 0.5, 3, 0.08)):
+        assert float(prompts_during_decode_quantile(*args)) == pytest.approx(
+            _simulated_prompts_p99(*args, trials=20_000), abs=1.5), args
+
+
+def test_prompts_during_decode_without_arrivals_or_beyond_saturation():
+    assert float(prompts_during_decode_quantile(0, 0.0, 6, 0.1)) == 0.0
+    assert np.isinf(prompts_during_decode_quantile(10, 0.0, 6, 0.1))  # ρ = 1: prompts alone fill the replica
+    assert np.isinf(prompts_during_decode_quantile(2, np.inf, 6, 0.1))  # an unstable queue before it
+    with pytest.raises(InvalidInputError, match="wait_s"):
+        prompts_during_decode_quantile(2, -1.0, 6, 0.1)
