@@ -84,9 +84,9 @@ def layout_caption(p) -> str:
 
 
 def band_lines(p) -> list[str]:
-    """The chosen layout's TPOT and p99 TTFT as sized, with the 80 % bands of the estimate [ms]."""
+    """The chosen layout's p99 TPOT and p99 TTFT as sized, with the 80 % bands of the estimate [ms]."""
     lines = []
-    for name, value, lo, hi in (("TPOT", p.tpot_s, p.tpot_band_low_s, p.tpot_band_high_s),
+    for name, value, lo, hi in (("p99 TPOT", p.tpot_p99_s, p.tpot_p99_band_low_s, p.tpot_p99_band_high_s),
                                 ("p99 TTFT", p.ttft_p99_s, p.ttft_p99_band_low_s, p.ttft_p99_band_high_s)):
         if value is not None and lo is not None and hi is not None:
             lines.append(f"{name} {value * 1e3:,.1f} ms as sized ({p.sizing}); 80 % band of the estimate "
@@ -100,7 +100,7 @@ def sim_check_frame(check):
     return pd.DataFrame([
         {"figure": "p99 TTFT", "plan [ms]": check.plan_ttft_p99_s * 1e3, "simulator [ms]": check.sim_ttft_p99_s * 1e3,
          "simulator vs plan": f"{check.ttft_gap:+.0%}"},
-        {"figure": "TPOT (simulator: p99)", "plan [ms]": check.plan_tpot_s * 1e3,
+        {"figure": "p99 TPOT", "plan [ms]": check.plan_tpot_p99_s * 1e3,
          "simulator [ms]": check.sim_tpot_p99_s * 1e3, "simulator vs plan": f"{check.tpot_gap:+.0%}"}])
 
 
@@ -111,7 +111,7 @@ def plans_frame(plans):
     rows = [{"GPU": p.gpu, "TP": p.tensor_parallel_size, "PP": p.pipeline_parallel_size,
              "EP": "yes" if p.expert_parallel else "", "DP attention": "yes" if p.dp_attention else "",
              "replicas": p.replicas, "GPUs": p.total_gpus, "nodes": p.nodes,
-             "batch": p.batch_size, "TTFT p99 [ms]": _ms(p.ttft_p99_s), "TPOT [ms]": _ms(p.tpot_s),
+             "batch": p.batch_size, "TTFT p99 [ms]": _ms(p.ttft_p99_s), "TPOT p99 [ms]": _ms(p.tpot_p99_s),
              "tok/s per GPU": p.output_tokens_per_s_per_gpu, "tok/s per user": p.tokens_per_s_per_user,
              **{label: getattr(p, key) for key, label in COST_LABELS.items()}, "meets SLO": p.meets_slo,
              "failure domain [GPUs]": p.failure_domain_gpus, "note": "" if p.meets_slo else p.message}
@@ -127,7 +127,8 @@ def unfit_frame(plans):
                          for p in plans if not p.fits])
 
 
-COLUMN_FORMATS = {"TTFT p99 [ms]": "%.0f", "TPOT [ms]": "%.1f", "tok/s per GPU": "%.0f", "tok/s per user": "%.1f",
+COLUMN_FORMATS = {"TTFT p99 [ms]": "%.0f", "TPOT p99 [ms]": "%.1f", "TPOT [ms]": "%.1f", "tok/s per GPU": "%.0f",
+                  "tok/s per user": "%.1f",
                   "plan [ms]": "%.1f", "simulator [ms]": "%.1f",
                   **{label: ("$%.3f" if "1M" in label else "$%.2f" if "hour" in label else "$%,.0f")
                      for label in COST_LABELS.values()}}

@@ -20,8 +20,8 @@ from calculators.planning.fleet import (
     cost_vs_tpot_target,
     fleet_summary,
     pareto_front,
+    slo_bound_note,
     slo_text,
-    ttft_bound_note,
     unbounded_tpot_note,
 )
 from calculators.planning.pools import PoolSpec, plan_pools
@@ -60,7 +60,7 @@ def _ranked(model, plans: list, w) -> None:
     (st.success if any(p.meets_slo for p in plans) else st.warning)(fleet_summary(model, plans))
     if note := unbounded_tpot_note(w, best_plan(plans)):
         st.info(f"{note} Set a p99 TPOT target (sidebar: Workload & SLO) to bound it.")
-    if note := ttft_bound_note(w, best_plan(plans)):
+    if note := slo_bound_note(w, best_plan(plans)):
         st.info(note)
     st.subheader("Ranked layouts")
     table = fc.plans_frame(plans)
@@ -102,8 +102,9 @@ def _chosen(model, fitting: list, w, served: str, cap: float, n_plus_one: bool, 
     for col, key in zip(t[:3], ("usd_per_million_input_tokens", "usd_per_million_output_tokens",
                                 "usd_per_million_tokens"), strict=True):
         col.metric(COST_LABELS[key], fc.money(getattr(chosen, key), 3))
-    t[3].metric("p99 TTFT / TPOT [ms]", f"{chosen.ttft_p99_s * 1e3:,.0f} / {chosen.tpot_s * 1e3:.1f}",
-                help="time to first token (99th percentile, queueing included) / time per output token")
+    t[3].metric("p99 TTFT / TPOT [ms]", f"{chosen.ttft_p99_s * 1e3:,.0f} / {chosen.tpot_p99_s * 1e3:.1f}",
+                help="99th percentiles over requests at this load: time to first token (queueing included) / "
+                     "time per output token (other requests' prompts mixed into the steps)")
     st.markdown("\n".join(f"- {line}" for line in fc.band_lines(chosen)))
     widgets.published_runs_note(layout_published_runs(model, chosen, w.input_len, efficiencies)
                                 or layout_family_runs(chosen, efficiencies))
@@ -190,7 +191,8 @@ def _pools(model, gpus: list, w, kw: dict, key) -> None:
              "layout": r.plan.message if r.plan else "nothing fits", "GPUs": r.plan.total_gpus if r.plan else None,
              "$/hour": r.plan.usd_per_hour if r.plan else None,
              "TTFT p99 [ms]": r.plan.ttft_p99_s * 1e3 if r.plan else None,
-             "TPOT [ms]": r.plan.tpot_s * 1e3 if r.plan else None, "meets SLO": bool(r.plan and r.plan.meets_slo)}
+             "TPOT p99 [ms]": r.plan.tpot_p99_s * 1e3 if r.plan else None,
+             "meets SLO": bool(r.plan and r.plan.meets_slo)}
             for r in mixed.pools]
     pframe = pd.DataFrame(prow)
     st.dataframe(pframe, hide_index=True, column_config={**fc.column_config(pframe),

@@ -77,7 +77,7 @@ def _costs(ctx) -> None:
     Fleet planner and the quote."""
     from app.ui import fleet_charts as fc
     from calculators.planning.costs import COST_LABELS
-    from calculators.planning.fleet import ttft_bound_note, unbounded_tpot_note
+    from calculators.planning.fleet import slo_bound_note, unbounded_tpot_note
     st.subheader("Cost at your traffic")
     if not ctx.scenario.timed(ctx.model):
         from app.ui.perf import DATA_PARALLEL_NOTE
@@ -107,7 +107,7 @@ def _costs(ctx) -> None:
                "Other GPUs and layouts: Fleet planner.")
     if note := unbounded_tpot_note(scn.workload(), plan):
         st.caption(f"{note} Set a p99 TPOT target (sidebar: Workload & SLO) to bound it.")
-    if note := ttft_bound_note(scn.workload(), plan):
+    if note := slo_bound_note(scn.workload(), plan):
         st.caption(note)
 
 

@@ -15,7 +15,7 @@ from calculators.planning.fleet import (
     fleet_summary,
     pareto_front,
     plan_fleet,
-    ttft_bound_note,
+    slo_bound_note,
     unbounded_tpot_note,
 )
 from calculators.planning.sizing import sizing_sentence
@@ -40,7 +40,7 @@ def cmd_plan(a: argparse.Namespace) -> int:
     front = {(p.gpu, p.layout) for p in pareto_front(plans)}
     doc = {"model": model.id, "workload": {k: v for k, v in vars(w).items()}, "summary": fleet_summary(model, plans),
            "sizing": sizing, "sizing_note": sizing_sentence(sizing, gpus),
-           "tpot_note": _tpot_note(w, plans), "ttft_note": ttft_bound_note(w, best_plan(plans)),
+           "tpot_note": _tpot_note(w, plans), "slo_note": slo_bound_note(w, best_plan(plans)),
            "cost_labels": COST_LABELS,
            "cost_split": "GPU time split between prefill (input tokens) and decode (output tokens) by their "
                          "shares of a request cycle",
@@ -78,22 +78,22 @@ def _write_quote(a: argparse.Namespace, model, gpus: list, w: Workload, plans: l
 def _print_table(a: argparse.Namespace, model, w: Workload, plans: list[LayoutPlan], doc: dict) -> None:
     print(f"{a.model}: {w.request_rate_per_s:g} req/s, {w.input_len:g} in / {w.output_len:g} out — {doc['summary']}")
     print(doc["sizing_note"])
-    for note in (doc["tpot_note"], doc["ttft_note"]):
+    for note in (doc["tpot_note"], doc["slo_note"]):
         if note:
             print(note)
     print(f"{'gpu':12s} {'layout':22s} {'batch':>6s} {'repl':>5s} {'GPUs':>5s} {'$/hour':>9s} {'$/month':>10s} "
-          f"{'$/1M out':>9s} {'TTFT p99':>9s} {'TPOT':>7s} {'tok/s/GPU':>9s}  SLO")
+          f"{'$/1M out':>9s} {'TTFT p99':>9s} {'TPOT p99':>8s} {'tok/s/GPU':>9s}  SLO")
     for p in plans:
         if not p.fits:
             print(f"{p.gpu:12s} {p.layout:22s}  {p.message}")
             continue
-        assert p.ttft_p99_s is not None and p.tpot_s is not None  # a fitting plan is always sized
+        assert p.ttft_p99_s is not None and p.tpot_p99_s is not None  # a fitting plan is always sized
         cost = "—" if p.usd_per_hour is None else f"{p.usd_per_hour:.2f}"
         month = "—" if p.usd_per_month is None else f"{p.usd_per_month:,.0f}"
         per_m = "—" if p.usd_per_million_output_tokens is None else f"{p.usd_per_million_output_tokens:.3f}"
         print(f"{p.gpu:12s} {p.layout:22s} {p.batch_size:6d} "
               f"{p.replicas:5d} {p.total_gpus:5d} {cost:>9s} {month:>10s} {per_m:>9s} {p.ttft_p99_s * 1e3:7.0f}ms "
-              f"{p.tpot_s * 1e3:5.1f}ms "
+              f"{p.tpot_p99_s * 1e3:6.1f}ms "
               f"{p.output_tokens_per_s_per_gpu:9.0f}  {'yes' if p.meets_slo else 'no: ' + p.message}")
     print("$/1M out = " + COST_LABELS["usd_per_million_output_tokens"] + "; --json has every cost: "
           + ", ".join(COST_LABELS.values()))

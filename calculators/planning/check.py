@@ -44,7 +44,7 @@ class SimCheck:
     warmup_s: float
     plan_ttft_p99_s: float
     sim_ttft_p99_s: float
-    plan_tpot_s: float
+    plan_tpot_p99_s: float
     sim_tpot_p99_s: float
     overloaded: bool
 
@@ -55,8 +55,8 @@ class SimCheck:
 
     @property
     def tpot_gap(self) -> float:
-        """Simulator p99 ÷ plan − 1 for TPOT."""
-        return self.sim_tpot_p99_s / self.plan_tpot_s - 1
+        """Simulator ÷ plan − 1 for p99 TPOT."""
+        return self.sim_tpot_p99_s / self.plan_tpot_p99_s - 1
 
     @property
     def agree(self) -> bool:
@@ -64,7 +64,7 @@ class SimCheck:
 
     def verdict(self) -> str:
         """One paragraph: they agree, or which to trust and why."""
-        gaps = f"p99 TTFT {self.ttft_gap:+.0%}, TPOT {self.tpot_gap:+.0%} (simulator vs plan)"
+        gaps = f"p99 TTFT {self.ttft_gap:+.0%}, p99 TPOT {self.tpot_gap:+.0%} (simulator vs plan)"
         if self.overloaded:
             return (f"The simulated replica is overloaded at {self.replica_rate_per_s:.3g} requests/s: its queue "
                     "keeps growing. Trust the simulator here — add replicas or lower the utilisation cap.")
@@ -99,7 +99,7 @@ def simulate_plan(model: ModelSpec, gpu: GPUSpec, plan: LayoutPlan, w: Workload,
                  kv_cache_dtype=kv_cache_dtype, efficiencies=efficiencies or Efficiencies(),
                  max_num_batched_tokens=budget, enable_dp_attention=plan.dp_attention)
     rate = w.request_rate_per_s / plan.replicas
-    assert plan.e2e_latency_s is not None and plan.ttft_p99_s is not None and plan.tpot_s is not None
+    assert plan.e2e_latency_s is not None and plan.ttft_p99_s is not None and plan.tpot_p99_s is not None
     duration = max(MIN_STEADY_REQUESTS / rate / (1 - WARMUP_SHARE), 40 * plan.e2e_latency_s)
     wl = make_workload(Poisson(rate), _lengths(w.input_len, w.input_len_p95),
                        _lengths(w.output_len, w.output_len_p95), duration_s=duration, seed=seed)
@@ -109,7 +109,7 @@ def simulate_plan(model: ModelSpec, gpu: GPUSpec, plan: LayoutPlan, w: Workload,
     res = simulate(sized_model(r, plan.sizing, gpu), wl, policy, duration_s=duration, warmup_s=warmup)
     return SimCheck(replica_rate_per_s=rate, duration_s=duration, warmup_s=warmup,
                     plan_ttft_p99_s=plan.ttft_p99_s, sim_ttft_p99_s=_finite(res.latency["ttft"]["p99"]),
-                    plan_tpot_s=plan.tpot_s, sim_tpot_p99_s=_finite(res.latency["tpot"]["p99"]),
+                    plan_tpot_p99_s=plan.tpot_p99_s, sim_tpot_p99_s=_finite(res.latency["tpot"]["p99"]),
                     overloaded=res.overloaded)
 
 

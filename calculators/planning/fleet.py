@@ -32,7 +32,14 @@ from calculators.perf.roofline import Efficiencies, Roofline
 from calculators.perf.serving import serving_metrics, slot_view
 from calculators.planning.costs import SECONDS_PER_HOUR as SECONDS_PER_HOUR
 from calculators.planning.costs import fleet_costs
-from calculators.planning.replica_tails import TtftQueue, replicas_for_ttft, ttft_queue
+from calculators.planning.replica_tails import (
+    TpotCurve,
+    TtftQueue,
+    replicas_for_tpot,
+    replicas_for_ttft,
+    tpot_curve,
+    ttft_queue,
+)
 from calculators.planning.sizing import band_edges_s, sized_model
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.validation import fraction, positive
@@ -41,6 +48,9 @@ from calculators.vllm.concurrency import batch_limit, replica_capacity
 TP_SIZES = (1, 2, 4, 8, 16)
 PP_SIZES = (1, 2, 4)
 UTILISATION_CAP = 0.8
+SEARCH_FIRST = 8
+"""Batch candidates the replica search for a TTFT target tries first, those whose load and TPOT target need the
+fewest replicas; the others are searched only where they could need as few."""
 
 
 #: Largest value each Workload field accepts (the app's input limits; far beyond any real deployment).
@@ -110,6 +120,7 @@ class LayoutPlan:
     ttft_s: float | None = None
     ttft_p99_s: float | None = None
     tpot_s: float | None = None
+    tpot_p99_s: float | None = None
     e2e_latency_s: float | None = None
     allreduce_s: float | None = None
     bubble_fraction: float | None = None
@@ -118,7 +129,8 @@ class LayoutPlan:
     output_tokens_per_s_per_gpu: float | None = None
     tokens_per_s_per_user: float | None = None
     replicas: int = 0
-    replicas_for_ttft: int = 0  # of ``replicas`` (spare aside), those the p99 TTFT target adds to what the load needs
+    replicas_for_tpot: int = 0  # of ``replicas``, those the p99 TPOT target adds to what the load needs
+    replicas_for_ttft: int = 0  # of ``replicas`` (spare aside), those the p99 TTFT target adds beyond the TPOT's
     total_gpus: int = 0
     nodes: int = 0
     utilisation: float | None = None
@@ -134,6 +146,8 @@ class LayoutPlan:
     sizing: str = "estimate"
     tpot_band_low_s: float | None = None
     tpot_band_high_s: float | None = None
+    tpot_p99_band_low_s: float | None = None
+    tpot_p99_band_high_s: float | None = None
     ttft_p99_band_low_s: float | None = None
     ttft_p99_band_high_s: float | None = None
     max_model_len: int = 0
@@ -247,52 +261,79 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     pm = sized_model(r, sizing, g)
     b = batch_candidates(int(limit))
     m = slot_view(pm, serving_metrics(pm, b, w.input_len, w.output_len), b, w.output_len)
-    tpot_eff = m["tpot_s"]  # under load: the prefill of arriving prompts mixed into the steps
-    replicas = np.ceil(w.request_rate_per_s / (utilisation_cap * m["requests_per_s"]))
     queue = ttft_queue(pm, w, b, m["slot_time_s"])
-    for_load = replicas
-    if w.ttft_p99_s is not None:
-        tpot_ok = tpot_eff <= (w.tpot_p99_s if w.tpot_p99_s is not None else np.inf)
-        replicas = replicas_for_ttft(w, replicas, m["ttft_s"], queue, tpot_ok)
-    replicas = replicas + (1 if n_plus_one else 0)
+    for_load = np.ceil(w.request_rate_per_s / (utilisation_cap * m["requests_per_s"]))
+    for_tpot, floor = for_load, float(m["tpot_s"].min())  # the lowest p99 TPOT any batch and load gives
+    rows = np.flatnonzero(m["tpot_s"] > (w.tpot_p99_s or np.inf))  # a full batch meets it: so does any load
+    if rows.size:  # p99 TPOT as the load rises, arriving prompts mixed into the steps, where it sizes
+        curve = tpot_curve(pm, w, b[rows], queue.at(rows))
+        for_tpot = for_load.copy()
+        for_tpot[rows] = np.maximum(for_load[rows], replicas_for_tpot(w, curve))
+        floor = min(floor, float(curve.p99_s[:, 0].min()))
+    replicas = for_tpot if w.ttft_p99_s is None else _fewest_for_ttft(w, for_tpot, m["ttft_s"], queue)
     ok = np.isfinite(replicas)
-    if w.tpot_p99_s is not None:
-        ok &= tpot_eff <= w.tpot_p99_s
+    replicas = replicas + (1 if n_plus_one else 0)
     plan.meets_slo = bool(ok.any())
-    i = int(np.flatnonzero(ok)[np.argmin(replicas[ok])]) if ok.any() else int(np.argmin(tpot_eff))
-    _fill(plan, layout, w, (r, pm), b[i], replicas[i], {k: float(v[i]) for k, v in m.items()}, queue.at(i))
+    i = int(np.flatnonzero(ok)[np.argmin(replicas[ok])]) if ok.any() else int(np.argmin(m["tpot_s"]))
+    tails = (queue.at(i), tpot_curve(pm, w, b[i:i + 1], queue.at(i)))
+    _fill(plan, layout, w, (r, pm), b[i], replicas[i], {k: float(v[i]) for k, v in m.items()}, tails)
     plan.usd_per_gpu_hour, plan.price_source = gpu_price(layout.gpu, usd_per_gpu_hour)
     _costs(plan, w)
     plan.vllm_serve = vllm_serve_command(model.id, cap, math.ceil(plan.batch_size / pools), data_parallel_size=pools)
     if not plan.meets_slo:
-        plan.message = _shortfall(w, float(tpot_eff.min()), float(m["ttft_s"][0]))
+        plan.message = _shortfall(w, floor, float(m["ttft_s"][0]))
     else:
-        plan.replicas_for_ttft = int(replicas[i] - (1 if n_plus_one else 0) - for_load[i])
+        plan.replicas_for_tpot = int(for_tpot[i] - for_load[i])
+        plan.replicas_for_ttft = int(replicas[i] - (1 if n_plus_one else 0) - for_tpot[i])
     return plan
 
 
-def ttft_bound_note(w: Workload, plan: LayoutPlan | None) -> str | None:
-    """Why a plan holds more replicas than its load needs, in words: the p99 TTFT target leaves little beyond the
-    TTFT itself, so the replicas run part-idle for arrivals to rarely wait (docs/queueing.md §4); None where the
-    target adds no replica."""
-    if w.ttft_p99_s is None or plan is None or not plan.meets_slo or plan.replicas_for_ttft <= 0:
+def _fewest_for_ttft(w: Workload, start: np.ndarray, ttft_s: np.ndarray, queue: TtftQueue) -> np.ndarray:
+    """The replicas each batch candidate needs for the p99 TTFT target, from ``start`` (what the load and the TPOT
+    target need) up (:func:`~calculators.planning.replica_tails.replicas_for_ttft`), where it can be the fewest:
+    the :data:`SEARCH_FIRST` candidates that start lowest are searched first, then only those that start at or
+    below the best they found (a candidate never needs fewer than it starts from). ``inf``: misses the target, or
+    cannot be the fewest."""
+    finite = np.isfinite(start)
+    first = np.zeros(len(start), dtype=bool)
+    first[np.argsort(start, kind="stable")[:SEARCH_FIRST]] = True
+    found = replicas_for_ttft(w, start, ttft_s, queue, first & finite)
+    rest = finite & ~first & (start <= found.min())
+    return np.minimum(found, replicas_for_ttft(w, start, ttft_s, queue, rest)) if rest.any() else found
+
+
+def slo_bound_note(w: Workload, plan: LayoutPlan | None) -> str | None:
+    """Why a plan holds more replicas than its load needs, in words: a p99 TPOT target that the plan's batch meets
+    only with fewer prompts mixed into each request's steps, or a p99 TTFT target that leaves little beyond the
+    TTFT itself, so the replicas run part-idle (docs/queueing.md §4); None where no target adds a replica."""
+    if plan is None or not plan.meets_slo or plan.replicas_for_tpot + plan.replicas_for_ttft <= 0:
         return None
     assert plan.ttft_s is not None and plan.utilisation is not None  # a plan that meets the SLO is sized
-    return (f"The p99 TTFT target binds: TTFT is {plan.ttft_s * 1e3:,.0f} ms of the {w.ttft_p99_s * 1e3:,.0f} ms, so "
-            f"{plan.layout} on {plan.gpu} runs {plan.replicas:,} replicas {plan.utilisation:.0%} busy, "
-            f"{plan.replicas_for_ttft:,} more than the load needs, for arrivals to rarely wait for a slot or the token "
-            "budget. A looser TTFT target, or a layout with a faster prefill, needs fewer.")
+    why = []
+    if plan.replicas_for_tpot > 0:
+        assert w.tpot_p99_s is not None and plan.tpot_s is not None
+        why.append(f"the p99 TPOT target ({w.tpot_p99_s * 1e3:,.4g} ms; {plan.tpot_s * 1e3:,.1f} ms at a full batch "
+                   f"of {plan.batch_size:,}) adds {plan.replicas_for_tpot:,}, for fewer prompts to join each "
+                   "request's steps")
+    if plan.replicas_for_ttft > 0:
+        assert w.ttft_p99_s is not None
+        why.append(f"the p99 TTFT target (TTFT is {plan.ttft_s * 1e3:,.0f} ms of the {w.ttft_p99_s * 1e3:,.0f} ms) "
+                   f"adds {plan.replicas_for_ttft:,}, for arrivals to rarely wait for a slot or the token budget")
+    return (f"The SLO binds: {plan.layout} on {plan.gpu} runs {plan.replicas:,} replicas {plan.utilisation:.0%} busy, "
+            f"more than the load needs: {'; '.join(why)}. A looser target, or a faster layout, needs fewer.")
 
 
-def _p99_ttft_s(w: Workload, replicas: int, ttft_s: float, queue: TtftQueue) -> float:
-    """TTFT + the p99 wait for a slot and for the token budget at one replica's share of the load [s]."""
-    return ttft_s + float(queue.p99_wait_s(w, replicas))
+def _p99s_s(w: Workload, replicas: int, ttft_s: float, tails: tuple[TtftQueue, TpotCurve]) -> tuple[float, float]:
+    """At one replica's share of the load: p99 TTFT (TTFT + the p99 wait for a slot and for the token budget) and
+    p99 TPOT [s]."""
+    queue, curve = tails
+    return ttft_s + float(queue.p99_wait_s(w, replicas)), curve.p99_at_s(w.request_rate_per_s / replicas)
 
 
 def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline, PerformanceModel], batch: float,
-          replicas: float, m: dict[str, float], queue: TtftQueue) -> None:
-    """The chosen batch's figures ``m`` and queues (from the sizing model), their bands (around the estimate),
-    replicas."""
+          replicas: float, m: dict[str, float], tails: tuple[TtftQueue, TpotCurve]) -> None:
+    """The chosen batch's figures ``m``, queues and p99 TPOT curve (``tails``, from the sizing model), their bands
+    (around the estimate), replicas."""
     r, pm = models
     replicas = int(replicas) if np.isfinite(replicas) else int(math.ceil(
         w.request_rate_per_s / (UTILISATION_CAP * m["requests_per_s"])))
@@ -300,14 +341,17 @@ def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline,
     plan.total_gpus = replicas * layout.gpus_per_replica
     plan.nodes = _nodes(layout, replicas)
     plan.ttft_s, plan.tpot_s, plan.e2e_latency_s = m["ttft_s"], m["tpot_s"], m["e2e_latency_s"]
-    plan.ttft_p99_s = _p99_ttft_s(w, replicas, plan.ttft_s, queue)
-    est = m if pm is r else {k: float(v) for k, v in slot_view(
-        r, serving_metrics(r, batch, w.input_len, w.output_len), batch, w.output_len).items()}
+    plan.ttft_p99_s, plan.tpot_p99_s = _p99s_s(w, replicas, plan.ttft_s, tails)
     if r.efficiencies.is_shipped():  # the bands describe the shipped fit, not a caller's own efficiencies
+        est = m if pm is r else {k: float(v) for k, v in slot_view(
+            r, serving_metrics(r, batch, w.input_len, w.output_len), batch, w.output_len).items()}
+        if pm is not r:
+            queue = ttft_queue(r, w, [batch], [est["slot_time_s"]])
+            tails = (queue.at(0), tpot_curve(r, w, [batch], queue))
+        ttft_p99, tpot_p99 = _p99s_s(w, replicas, est["ttft_s"], tails)
         plan.tpot_band_low_s, plan.tpot_band_high_s = band_edges_s("tpot", est["tpot_s"], r.gpu)
-        plan.ttft_p99_band_low_s, plan.ttft_p99_band_high_s = band_edges_s(
-            "ttft", _p99_ttft_s(w, replicas, est["ttft_s"], queue if pm is r else ttft_queue(
-                r, w, batch, est["slot_time_s"])), r.gpu)
+        plan.tpot_p99_band_low_s, plan.tpot_p99_band_high_s = band_edges_s("tpot", tpot_p99, r.gpu)
+        plan.ttft_p99_band_low_s, plan.ttft_p99_band_high_s = band_edges_s("ttft", ttft_p99, r.gpu)
     terms = r.decode_breakdown(batch, w.input_len + w.output_len / 2)
     plan.allreduce_s, plan.bubble_fraction = float(terms["allreduce_s"]), float(terms["bubble_fraction"])
     plan.replica_requests_per_s = m["requests_per_s"]
@@ -336,7 +380,7 @@ def _costs(plan: LayoutPlan, w: Workload) -> None:
 def _shortfall(w: Workload, best_tpot_s: float, best_ttft_s: float) -> str:
     parts = []
     if w.tpot_p99_s is not None and best_tpot_s > w.tpot_p99_s:
-        parts.append(f"TPOT ≥ {best_tpot_s * 1e3:.0f} ms at any batch on this layout "
+        parts.append(f"p99 TPOT ≥ {best_tpot_s * 1e3:.0f} ms at any batch and load on this layout "
                      f"(target {w.tpot_p99_s * 1e3:.0f} ms)")
     if w.ttft_p99_s is not None and best_ttft_s >= w.ttft_p99_s:
         parts.append(f"prefill alone takes {best_ttft_s * 1e3:.0f} ms (TTFT target {w.ttft_p99_s * 1e3:.0f} ms)")
@@ -428,11 +472,11 @@ def slo_text(w: Workload) -> str:
 
 def unbounded_tpot_note(w: Workload, plan: LayoutPlan | None) -> str | None:
     """Without a TPOT target each layout runs the batch that needs the fewest replicas (under the TTFT target, if
-    any), however slowly it streams: ``plan``'s TPOT and tokens/s per request, in words; None with a TPOT target
-    or no sized plan."""
-    if w.tpot_p99_s is not None or plan is None or not plan.fits or plan.tpot_s is None:
+    any), however slowly it streams: ``plan``'s p99 TPOT and the tokens/s per request it leaves 99 % of requests,
+    in words; None with a TPOT target or no sized plan."""
+    if w.tpot_p99_s is not None or plan is None or not plan.fits or plan.tpot_p99_s is None:
         return None
     under = " under the TTFT target" if w.ttft_p99_s is not None else ""
     return (f"No TPOT target: each layout runs the batch that needs the fewest replicas{under}; {plan.layout} on "
-            f"{plan.gpu} streams {1 / plan.tpot_s:,.1f} tokens/s per request (TPOT {plan.tpot_s * 1e3:,.1f} ms at "
-            f"batch {plan.batch_size:,}).")
+            f"{plan.gpu} streams at least {1 / plan.tpot_p99_s:,.1f} tokens/s to 99 % of requests (p99 TPOT "
+            f"{plan.tpot_p99_s * 1e3:,.1f} ms at batch {plan.batch_size:,}).")

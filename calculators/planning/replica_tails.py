@@ -1,6 +1,6 @@
 """The tail latencies of one LLM replica at its share of a fleet's load: what an arrival waits for before its
-prefill (a batch slot, then the steps' token budget) and how many replicas a p99 TTFT target needs
-(docs/queueing.md §4)."""
+prefill (a batch slot, then the steps' token budget), its p99 TPOT as the load rises (other requests' prompts
+mixed into its steps), and how many replicas a p99 TTFT or TPOT target needs (docs/queueing.md §4)."""
 from __future__ import annotations
 
 import math
@@ -11,8 +11,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from calculators.perf.model import PerformanceModel
-from calculators.perf.serving import prompt_service_time_s
-from calculators.planning.queueing import replica_ttft_wait_p99_s
+from calculators.perf.serving import (
+    prompt_service_time_s,
+    request_tpot_quantile_s,
+    serving_metrics,
+    slot_time_s,
+)
+from calculators.planning.queueing import mg1_wait_quantile_s, replica_ttft_wait_p99_s
 
 if TYPE_CHECKING:
     from calculators.planning.fleet import Workload
@@ -40,8 +45,8 @@ class TtftQueue:
     slot_cv: float
     prompt_cv: float
 
-    def at(self, i: int) -> TtftQueue:
-        """The queues of candidate ``i`` alone."""
+    def at(self, i: int | np.ndarray) -> TtftQueue:
+        """The queues of candidate ``i`` alone (or of the candidates of an index array)."""
         return replace(self, slot_s=self.slot_s[i], slots=self.slots[i], prompt_s=self.prompt_s[i])
 
     def p99_wait_s(self, w: Workload, replicas: ArrayLike, rows: np.ndarray | None = None) -> np.ndarray:
@@ -87,3 +92,64 @@ def replicas_for_ttft(w: Workload, start: np.ndarray, ttft_s: np.ndarray, queue:
         lo[open_], hi[open_] = np.where(ok, lo[open_], mid), np.where(ok, mid, hi[open_])
     found[rows] = hi
     return found
+
+
+TPOT_GRID_POINTS = 24
+"""In-flight counts per batch candidate at which the p99 TPOT is priced: geometric from 1/1,000 of the batch to the
+full batch (each step 16 % above the last)."""
+
+
+@dataclass(frozen=True)
+class TpotCurve:
+    """Per batch candidate (rows), the p99 TPOT [s] at rising per-replica arrival rates [1/s] (columns): the rates
+    at which a grid of in-flight counts runs (Little's law), each with its p99 TPOT
+    (:func:`~calculators.perf.serving.request_tpot_quantile_s`)."""
+
+    rate_per_s: np.ndarray
+    p99_s: np.ndarray
+
+    def at(self, i: int) -> TpotCurve:
+        """The curve of candidate ``i`` alone (one row)."""
+        return TpotCurve(self.rate_per_s[i:i + 1], self.p99_s[i:i + 1])
+
+    def p99_at_s(self, rate_per_s: float) -> float:
+        """A one-row curve's p99 TPOT at ``rate_per_s`` requests/s per replica [s], interpolated."""
+        return float(np.interp(rate_per_s, self.rate_per_s[0], self.p99_s[0]))
+
+    def max_rate_per_s(self, target_s: float) -> np.ndarray:
+        """Per candidate, the highest rate per replica [1/s] whose p99 TPOT meets ``target_s``, interpolated between
+        the grid's points: the full batch's rate where every point meets it, 0 where none does."""
+        r, p = self.rate_per_s, self.p99_s
+        met = (p <= target_s).sum(axis=1)  # p rises along each row: the points that meet it come first
+        rows, last = np.arange(len(met)), r.shape[1] - 1
+        lo, hi = np.clip(met - 1, 0, last), np.clip(met, 0, last)
+        gap = p[rows, hi] - p[rows, lo]
+        share = np.where(gap > 0, (target_s - p[rows, lo]) / np.where(gap > 0, gap, 1.0), 0.0)
+        between = r[rows, lo] + np.clip(share, 0.0, 1.0) * (r[rows, hi] - r[rows, lo])
+        return np.where(met == 0, 0.0, np.where(met > last, r[:, last], between))
+
+
+def tpot_curve(pm: PerformanceModel, w: Workload, batch: ArrayLike, queue: TtftQueue) -> TpotCurve:
+    """The p99 TPOT of each batch candidate ``batch`` as its replica's load rises, with ``pm``'s steps: at ``n`` in
+    flight the replica serves ``n / slot time`` requests/s, and a request meets the prompts that arrive while it
+    waits for the token budget (``queue``'s prompt queue, at its p99) and while it decodes (docs/queueing.md §4).
+    The wait for a slot is left out: it grows only near a full batch, whose mean TPOT caps the quantile, and
+    pricing it on this grid (an Erlang sum per point) would add half again to the planner's time. Both columns
+    are made non-decreasing, as they are in theory, against rounding."""
+    b = np.asarray(batch, dtype=np.float64)[:, None]
+    n = b * np.geomspace(1e-3, 1.0, TPOT_GRID_POINTS)
+    m = serving_metrics(pm, n, w.input_len, w.output_len)
+    rate = n / slot_time_s(pm, m["e2e_latency_s"])
+    wait = mg1_wait_quantile_s(rate, np.reshape(queue.prompt_s, (-1, 1)), queue.prompt_cv, 0.99)
+    p99 = request_tpot_quantile_s(pm, n, w.input_len, w.output_len, arrival_rate_per_s=rate, wait_s=wait,
+                                  max_running=b, mean_tpot_s=m["tpot_s"])
+    return TpotCurve(np.maximum.accumulate(rate, axis=1), np.maximum.accumulate(p99, axis=1))
+
+
+def replicas_for_tpot(w: Workload, curve: TpotCurve) -> np.ndarray:
+    """Fewest replicas per batch candidate whose p99 TPOT at their share of the load meets the target; ``inf``
+    where even a trickle of load misses it."""
+    assert w.tpot_p99_s is not None  # the caller sizes for a TPOT target
+    rate = curve.max_rate_per_s(w.tpot_p99_s)
+    with np.errstate(divide="ignore"):
+        return np.where(rate > 0, np.ceil(w.request_rate_per_s / np.where(rate > 0, rate, 1.0)), np.inf)

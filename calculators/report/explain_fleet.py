@@ -40,13 +40,12 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
         {"title": "Request rate", "formula": "λ [requests/s] (the load to serve)",
          "substituted": f"λ = {lam:g} requests/s of {i:g} input + {o:g} output tokens",
          "sources": ["your input (sidebar: Workload & SLO)"]},
-        {"title": "Batch", "formula": "B = the batch (max_num_seqs) with the fewest replicas whose TPOT ≤ target, "
-                                      "≤ the KV-cache limit",
+        {"title": "Batch", "formula": "B = the batch (max_num_seqs) that needs the fewest replicas, ≤ the KV-cache "
+                                      "limit",
          "substituted": f"B = {b} (KV limit {plan.kv_batch_limit:,} requests of {w.longest_len:,} tokens"
                         + (f", {plan.tensor_parallel_size} pools of one GPU each: attention data-parallel"
                            if plan.dp_attention else "") + "); "
-                        f"TPOT = {tpot_ms:.1f} ms (decode steps with the arriving prompts mixed in)"
-                        + (f" ≤ {w.tpot_p99_s * 1e3:g} ms" if w.tpot_p99_s else ""),
+                        f"TPOT of a full batch = {tpot_ms:.1f} ms (decode steps with the arriving prompts mixed in)",
          "sources": [f"KV limit: vLLM start-up accounting ({MEMORY_PAGE})",
                      f"step times: roofline ({PERF_PAGE} §3)"]},
         {"title": "Replica throughput",
@@ -55,16 +54,21 @@ def math_chain(plan: LayoutPlan, w: Workload, *, utilisation_cap: float = 0.8, n
                         f"= {plan.output_tokens_per_s or 0:,.0f} output tokens/s per replica",
          "sources": [f"continuous batching in steady state ({PERF_PAGE} §2)"]},
         {"title": "Replicas",
-         "formula": "replicas = max(⌈λ / (cap × r)⌉, fewest meeting p99 TTFT = TTFT + p99 wait for a slot (M/G/c, "
-                    "c = B, Allen–Cunneen) + p99 wait for the token budget (M/G/1))"
+         "formula": "replicas = max(⌈λ / (cap × r)⌉, fewest meeting p99 TPOT = decode step + the p99 count of "
+                    "other prompts mixed into a request's steps (Poisson) × each one's step time ÷ O, fewest meeting "
+                    "p99 TTFT = TTFT + p99 wait for a slot (M/G/c, c = B, Allen–Cunneen) + p99 wait for the token "
+                    "budget (M/G/1))"
                     + (" + 1 (N+1)" if n_plus_one else ""),
-         "substituted": f"⌈{lam:g} / ({utilisation_cap:g} × {r:.3f})⌉ = {base}; with the TTFT target → "
-                        f"{plan.replicas} (p99 TTFT {(plan.ttft_p99_s or 0) * 1e3:.0f} ms = TTFT "
-                        f"{(plan.ttft_s or 0) * 1e3:.0f} ms + p99 waits "
+         "substituted": f"⌈{lam:g} / ({utilisation_cap:g} × {r:.3f})⌉ = {base}; with the targets → "
+                        f"{plan.replicas} (p99 TPOT {(plan.tpot_p99_s or 0) * 1e3:.1f} ms"
+                        + (f" ≤ {w.tpot_p99_s * 1e3:g} ms" if w.tpot_p99_s else "")
+                        + f" at {lam / plan.replicas:.3g} requests/s per replica; p99 TTFT "
+                        f"{(plan.ttft_p99_s or 0) * 1e3:.0f} ms = TTFT {(plan.ttft_s or 0) * 1e3:.0f} ms + p99 waits "
                         f"{((plan.ttft_p99_s or 0) - (plan.ttft_s or 0)) * 1e3:.0f} ms, "
                         f"utilisation {(plan.utilisation or 0):.0%})",
          "sources": [f"utilisation cap {utilisation_cap:g} (your headroom input)",
-                     f"queueing: {QUEUE_PAGE} §4–5 (Gross & Harris 1998 §7.2; Kingman 1962)"]},
+                     f"queueing: {QUEUE_PAGE} §4–5 (Gross & Harris 1998 §7.2; Kingman 1962; Cornish & Fisher "
+                     "1938)"]},
         {"title": "GPUs", "formula": "GPUs = replicas × tensor_parallel_size × pipeline_parallel_size",
          "substituted": f"{plan.replicas} × {plan.tensor_parallel_size} × {plan.pipeline_parallel_size} = "
                         f"{plan.total_gpus} GPUs ({g} per replica, {plan.nodes} node(s))",

@@ -25,8 +25,9 @@ from calculators.perf.roofline import (
     prefill_terms,
 )
 from calculators.perf.serving import prompt_service_time_s, serving_metrics, slot_view
-from calculators.planning.fleet import UTILISATION_CAP
+from calculators.planning.fleet import UTILISATION_CAP, Workload
 from calculators.planning.queueing import batched_server_wait, mg1_wait_quantile_s, replica_ttft_wait_p99_s
+from calculators.planning.replica_tails import TtftQueue, tpot_curve
 from calculators.report.perf import knee_document, perf_document
 from calculators.vllm.advice import recommend_max_num_seqs
 from calculators.vllm.capacity import CapacityResult
@@ -192,7 +193,7 @@ def default_replicas(request_rate_per_s: float, replica_requests_per_s: float,
 def budget_at_batch(r: Roofline, *, batch: int, input_len: float, output_len: float, request_rate_per_s: float,
                     replicas: int, target_s: float, network_s: float = 0.0, slot_cv: float = 0.0,
                     prompt_cv: float = 0.0) -> dict:
-    """TTFT = p99 queue wait + prefill, (O − 1) · TPOT and network against an end-to-end target.
+    """TTFT = p99 queue wait + prefill, (O − 1) · p99 TPOT and network against an end-to-end target.
 
     The queue is the wait for a slot, :func:`calculators.planning.queueing.batched_server_wait` at
     ``request_rate / replicas`` with ``batch`` slots and the end-to-end latency at that batch as service time,
@@ -200,8 +201,11 @@ def budget_at_batch(r: Roofline, *, batch: int, input_len: float, output_len: fl
     of :func:`calculators.perf.serving.prompt_service_time_s`), their p99s added as the fleet planner adds them
     (docs/queueing.md §4). ``slot_cv`` and ``prompt_cv`` are the coefficients of variation of the slot time and
     the prompt service, 0 for fixed lengths, as the fleet planner takes a workload without p95 lengths: at the
-    plan's batch and replicas the TTFT here is the plan's p99 TTFT. Returns the serving metrics (``m``), both
-    queues, and the budget of :func:`latency_budget` (``None`` when either queue is unstable).
+    plan's batch and replicas the TTFT here is the plan's p99 TTFT. The p99 TPOT at ``request_rate / replicas``
+    is the fleet planner's too (:func:`calculators.planning.replica_tails.tpot_curve`: other requests' prompts
+    mixed into a request's steps, at most a full batch's TPOT). Returns the serving metrics (``m``), both queues,
+    the p99 TPOT (``tpot_p99_s``) and the budget of :func:`latency_budget` (``None`` when either queue is
+    unstable).
     """
     m = {k: _f(v) for k, v in slot_view(r, serving_metrics(r, batch, input_len, output_len), batch,
                                         output_len).items()}
@@ -210,17 +214,21 @@ def budget_at_batch(r: Roofline, *, batch: int, input_len: float, output_len: fl
     prompt_s = _f(prompt_service_time_s(r, batch, input_len, output_len))
     prompt_wait_s = _f(mg1_wait_quantile_s(rate, prompt_s, prompt_cv, 0.99))
     stable = bool(np.ravel(wait.stable)[0]) and math.isfinite(prompt_wait_s)
+    queue = TtftQueue(np.array([m["slot_time_s"]]), np.array([int(batch)]), np.array([prompt_s]), slot_cv, prompt_cv)
+    w = Workload(request_rate_per_s=request_rate_per_s, input_len=input_len, output_len=output_len)
+    tpot_p99_s = tpot_curve(r, w, [batch], queue).p99_at_s(rate)
     budget = None
     if stable:
         budget = {k: _f(v) for k, v in latency_budget(
-            target_s=target_s, prefill_s=m["ttft_s"], tpot_s=m["tpot_s"], output_len=output_len,
+            target_s=target_s, prefill_s=m["ttft_s"], tpot_s=tpot_p99_s, output_len=output_len,
             queue_s=_f(replica_ttft_wait_p99_s(rate, m["slot_time_s"], int(batch), prompt_s, slot_cv=slot_cv,
                                                prompt_cv=prompt_cv)),
             network_s=network_s).items()}
     return {"m": m, "rate_per_replica": rate, "utilisation": _f(wait.utilisation), "stable": stable,
             "wait_mean_s": _f(wait.mean_wait_s), "wait_p99_s": _f(wait.p99_wait_s),
             "prob_wait": _f(wait.probability_of_wait), "slot_cv": slot_cv, "prompt_service_s": prompt_s,
-            "prompt_utilisation": rate * prompt_s, "prompt_wait_p99_s": prompt_wait_s, "budget": budget}
+            "prompt_utilisation": rate * prompt_s, "prompt_wait_p99_s": prompt_wait_s, "tpot_p99_s": tpot_p99_s,
+            "budget": budget}
 
 
 def budget_rows(budget: dict, *, output_len: float, target_s: float, ttft_target_s: float | None,
@@ -235,7 +243,7 @@ def budget_rows(budget: dict, *, output_len: float, target_s: float, ttft_target
     rows = [("queue (p99 wait for a slot and the token budget)", budget["queue_s"], None),
             ("prefill", budget["prefill_s"], None),
             ("TTFT = queue + prefill", budget["ttft_s"], ttft_target_s),
-            (f"decode = ({output_len:g} − 1) × TPOT", budget["decode_s"], decode_t),
+            (f"decode = ({output_len:g} − 1) × p99 TPOT", budget["decode_s"], decode_t),
             ("network overhead", budget["network_s"], net_t), ("end-to-end", budget["total_s"], target_s)]
     return [{"component": c, "predicted_ms": round(v * 1e3, 6), "budget_ms": None if t is None else round(t * 1e3, 6),
              "margin_ms": None if t is None else round((t - v) * 1e3, 6) + 0.0} for c, v, t in rows]
@@ -398,12 +406,12 @@ def math_throughput(perf_doc: dict) -> dict:
 
 def math_budget(view: dict, *, batch: int, output_len: float, replicas: int, target_s: float) -> dict:
     """The latency budget at a batch: queue + prefill + decode + network against the target."""
-    b, m = view["budget"], view["m"]
-    return {"formula": "end-to-end = queue (p99) + prefill + (O − 1) × TPOT + network; margin = target − total; "
-                       "max_wait = target − (prefill + decode) − network "
+    b = view["budget"]
+    return {"formula": "end-to-end = queue (p99) + prefill + (O − 1) × p99 TPOT + network; margin = target − "
+                       "total; max_wait = target − (prefill + decode) − network "
                        "(docs/performance-model.md §8: budget − service time)",
             "substituted": f"{_ms(b['queue_s'])} + {_ms(b['prefill_s'])} + ({output_len:g} − 1) × "
-                           f"{_ms(m['tpot_s'])} + {_ms(b['network_s'])} = {_ms(b['total_s'])}; margin = "
+                           f"{_ms(view['tpot_p99_s'])} + {_ms(b['network_s'])} = {_ms(b['total_s'])}; margin = "
                            f"{_ms(target_s)} − {_ms(b['total_s'])} = {_ms(b['margin_s'])}; max_wait = "
                            f"{_ms(target_s)} − {_ms(b['prefill_s'] + b['decode_s'])} − {_ms(b['network_s'])} "
                            f"= {_ms(b['max_wait_s'])} (batch {batch:,}, {replicas:,} replica(s))",

@@ -32,7 +32,7 @@ from calculators.planning.fleet import (
     Workload,
     closest_plan,
     pareto_front,
-    ttft_bound_note,
+    slo_bound_note,
     unbounded_tpot_note,
 )
 from calculators.planning.sizing import sizing_sentence
@@ -54,13 +54,13 @@ if TYPE_CHECKING:  # fpdf is imported where a PDF is made (it is slow to import)
 SCHEMA_VERSION = "llmcap-quote/1"
 #: Columns of the ranked table (JSON keys and CSV header), unit-suffixed.
 COLUMNS = ("gpu", "tensor_parallel_size", "pipeline_parallel_size", "expert_parallel", "dp_attention", "replicas",
-           "total_gpus", "nodes", "batch_size", "ttft_p99_s", "tpot_s", "output_tokens_per_s_per_gpu",
+           "total_gpus", "nodes", "batch_size", "ttft_p99_s", "tpot_p99_s", "tpot_s", "output_tokens_per_s_per_gpu",
            "tokens_per_s_per_user",
            "usd_per_hour", "usd_per_month", "usd_per_year", "usd_per_million_input_tokens",
            "usd_per_million_output_tokens", "usd_per_million_tokens",
            "fits", "meets_slo", "failure_domain_gpus", "sizing", "tpot_band_low_s", "tpot_band_high_s",
-           "ttft_p99_band_low_s", "ttft_p99_band_high_s", "max_model_len",
-           "message", "vllm_serve")
+           "tpot_p99_band_low_s", "tpot_p99_band_high_s", "ttft_p99_band_low_s", "ttft_p99_band_high_s",
+           "max_model_len", "message", "vllm_serve")
 ALTERNATIVES_SHOWN = 15
 """Most fitting layouts the quote lists when the alternatives are asked for."""
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -71,8 +71,11 @@ ASSUMPTIONS = (
     "and their weight reads (bandwidth × memory efficiency), then attention at the slower of its matmuls and its "
     "KV-cache reads, + TP all-reduce + per-step, per-sequence and per-layer overheads; dense datasheet peaks; "
     "efficiencies fitted on public measurements.",
-    "Poisson arrivals; p99 TTFT = prefill + the p99 queueing wait of an M/G/c queue per replica (c = batch), "
-    "Allen–Cunneen approximation.",
+    "Poisson arrivals; p99 TTFT = prefill + the p99 wait for a batch slot (an M/G/c queue per replica, c = batch, "
+    "Allen–Cunneen approximation) + the p99 wait for the steps' token budget (an M/G/1 queue of prompts).",
+    "p99 TPOT at each replica's share of the load: the decode step plus the other requests' prompts fused into a "
+    "request's steps, their number the 99th percentile of a Poisson count (those arriving while it waits and "
+    "decodes), at most a full batch's TPOT.",
     "KV cache capacity as vLLM computes it at start-up (gpu_memory_utilization, CUDA graphs, activation peak).",
     "GPU prices are indicative on-demand list prices (median of the catalog's entries) unless overridden.",
     "Replicas are independent (data parallel); a GPU failure takes down its replica (failure domain = TP × PP GPUs).",
@@ -161,7 +164,7 @@ def quote_document(model: ModelSpec, gpus: list[GPUSpec], w: Workload, plans: li
         "inputs": inputs, "chosen": plan.as_dict() if plan else None,
         "costs": cost_rows(plan) if fits and plan else [],
         "timing": (_timing(plan, sizing, chosen_gpu) + _optional(unbounded_tpot_note(w, plan))
-                   + _optional(ttft_bound_note(w, plan))
+                   + _optional(slo_bound_note(w, plan))
                    + published_runs_lines(published)) if fits and plan else [],
         "vllm_serve": serve_line(plan, model.id, name) if fits and plan else "",
         "math": math_chain(plan, w, utilisation_cap=utilisation_cap, n_plus_one=n_plus_one) if fits and plan else [],
@@ -185,17 +188,18 @@ def _optional(line: str | None) -> list[str]:
 
 
 def _timing(plan: LayoutPlan, sizing: str, gpu: GPUSpec | None) -> list[str]:
-    """The sizing used and the chosen layout's TPOT and p99 TTFT with their 80 % bands (around the estimate, the
-    bands of ``gpu``, the chosen layout's GPU)."""
-    assert plan.tpot_s is not None and plan.ttft_p99_s is not None  # a fitting plan is sized
-    lo, hi = plan.tpot_band_low_s, plan.tpot_band_high_s
+    """The sizing used and the chosen layout's p99 TPOT and p99 TTFT with their 80 % bands (around the estimate,
+    the bands of ``gpu``, the chosen layout's GPU)."""
+    assert plan.tpot_p99_s is not None and plan.ttft_p99_s is not None  # a fitting plan is sized
+    lo, hi = plan.tpot_p99_band_low_s, plan.tpot_p99_band_high_s
     tlo, thi = plan.ttft_p99_band_low_s, plan.ttft_p99_band_high_s
     if lo is None or hi is None or tlo is None or thi is None:  # planned with a calibration: no band
-        return [sizing_sentence(sizing, shipped=False), f"TPOT {plan.tpot_s * 1e3:,.1f} ms as sized",
+        return [sizing_sentence(sizing, shipped=False), f"p99 TPOT {plan.tpot_p99_s * 1e3:,.1f} ms as sized",
                 f"p99 TTFT {plan.ttft_p99_s * 1e3:,.0f} ms as sized"]
     tpot, ttft = timing_band("tpot", gpu), timing_band("ttft", gpu)
     return [sizing_sentence(sizing, [gpu] if gpu else []),
-            f"TPOT {plan.tpot_s * 1e3:,.1f} ms as sized; the estimate's 80 % band {lo * 1e3:,.1f}–{hi * 1e3:,.1f} ms "
+            f"p99 TPOT {plan.tpot_p99_s * 1e3:,.1f} ms as sized; the estimate's 80 % band {lo * 1e3:,.1f}–"
+            f"{hi * 1e3:,.1f} ms "
             f"(bands like it held on average {tpot.coverage:.0%} of {tpot.held_out_text})",
             f"p99 TTFT {plan.ttft_p99_s * 1e3:,.0f} ms as sized; the estimate's 80 % band {tlo * 1e3:,.0f}–"
             f"{thi * 1e3:,.0f} ms (bands like it held on average {ttft.coverage:.0%} of {ttft.held_out_text})"]

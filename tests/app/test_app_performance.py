@@ -143,18 +143,20 @@ def test_latency_budget_numbers(make_app):
     # default target = p99 TTFT 1,000 ms + (300 − 1) × p99 TPOT 50 ms = 15,950 ms
     assert at.number_input(key="lb_target").value == 15_950
     row = next(p for p in cli["curve"] if p["batch_size"] == batch)
-    assert m["TPOT [ms]"] == f"{row['tpot_s'] * 1e3:,.2f}"
+    # the p99 TPOT at the load, at most the full batch's TPOT on the CLI's curve
+    tpot = float(m["p99 TPOT [ms]"].replace(",", ""))
+    assert 0 < tpot <= row["tpot_s"] * 1e3 + 0.005
     e2e = float(m["End-to-end [ms]"].replace(",", ""))
     ttft = float(m["TTFT = queue + prefill [ms]"].replace(",", ""))
-    assert abs(e2e - (ttft + 299 * row["tpot_s"] * 1e3)) < 0.2
+    assert abs(e2e - (ttft + 299 * tpot)) < 1.6  # the metric is rounded to 0.005 ms, × 299
     # max_wait = target − service time (no network, seed 001)
-    service = row["ttft_s"] * 1e3 + 299 * row["tpot_s"] * 1e3
-    assert abs(float(m["Largest max_wait for a micro-batcher [ms]"].replace(",", "")) - (15_950 - service)) < 0.2
+    service = row["ttft_s"] * 1e3 + 299 * tpot
+    assert abs(float(m["Largest max_wait for a micro-batcher [ms]"].replace(",", "")) - (15_950 - service)) < 1.6
     assert at.success and "Meets" in at.success[0].value
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert spec["data"][0]["type"] == "waterfall"
     assert spec["data"][0]["x"] == ["queue (p99 wait for a slot and the token budget)", "prefill",
-                                    "decode = (300 − 1) × TPOT", "network overhead",
+                                    "decode = (300 − 1) × p99 TPOT", "network overhead",
                                     "end-to-end"]
     table = at.dataframe[0].value
     assert abs(table["Margin [ms] (− = shortfall)"].iloc[-1] - (15_950 - e2e)) < 0.2

@@ -22,8 +22,8 @@ from calculators.planning.fleet import (
     pareto_front,
     plan_fleet,
     plan_layout,
+    slo_bound_note,
     slo_text,
-    ttft_bound_note,
     unbounded_tpot_note,
 )
 from calculators.specs.catalog import get_gpu, get_model
@@ -97,7 +97,7 @@ def test_done_when_scenario_ranks_layouts_with_costs():
     for p in met:
         # enough capacity for 40 req/s under the 0.8 utilisation cap, and the SLO holds
         assert p.replicas * p.replica_requests_per_s * 0.8 >= 40 - 1e-9
-        assert p.ttft_p99_s <= 1.0 and p.tpot_s <= 0.05
+        assert p.ttft_p99_s <= 1.0 and p.tpot_p99_s <= 0.05
         assert p.total_gpus == p.replicas * p.tensor_parallel_size * p.pipeline_parallel_size
         # $/hour = GPUs × $/GPU-hour; all-in $/1M tokens = $/s ÷ (λ·(I+O)) × 10^6
         assert p.usd_per_hour == pytest.approx(p.total_gpus * p.usd_per_gpu_hour)
@@ -118,15 +118,16 @@ def test_slo_nothing_meets_gives_closest_and_what_to_change():
 
 
 def test_without_a_tpot_target_the_plan_says_how_slowly_its_best_layout_streams():
-    """No TPOT target: the cheapest layout under the TTFT target runs a large batch; the note gives its TPOT and
-    1/TPOT tokens/s per request, and names none once a TPOT target bounds it."""
+    """No TPOT target: the cheapest layout under the TTFT target runs a large batch; the note gives its p99 TPOT and
+    the 1/p99 TPOT tokens/s it leaves 99 % of requests, and names none once a TPOT target bounds it."""
     w = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0)
     plans = plan_fleet(get_model(LLAMA70), [get_gpu("H100")], w, max_pp=1)
     best = next(p for p in plans if p.meets_slo)
-    assert best.tpot_s > DONE_WHEN.tpot_p99_s  # what the target would have refused
+    assert best.tpot_p99_s > DONE_WHEN.tpot_p99_s  # what the target would have refused
     note = unbounded_tpot_note(w, best)
     assert note is not None and "under the TTFT target" in note and f"{best.layout} on {best.gpu} streams" in note
-    assert f"{1 / best.tpot_s:,.1f} tokens/s per request (TPOT {best.tpot_s * 1e3:,.1f} ms at batch " in note
+    assert (f"at least {1 / best.tpot_p99_s:,.1f} tokens/s to 99 % of requests (p99 TPOT "
+            f"{best.tpot_p99_s * 1e3:,.1f} ms at batch ") in note
     assert unbounded_tpot_note(DONE_WHEN, plan_fleet(get_model(LLAMA70), [get_gpu("H100")], DONE_WHEN,
                                                      max_pp=1)[0]) is None
     assert slo_text(w) == "p99 TTFT ≤ 1,000 ms · no p99 TPOT target"
@@ -134,14 +135,16 @@ def test_without_a_tpot_target_the_plan_says_how_slowly_its_best_layout_streams(
 
 
 def test_the_tpot_note_and_the_chosen_plan_worked_by_hand():
-    """A TP2 plan at batch 186 with TPOT 0.25 s streams 1 / 0.25 = 4.0 tokens/s per request; without a TTFT target
+    """A TP2 plan at batch 186 with p99 TPOT 0.25 s streams at least 1 / 0.25 = 4.0 tokens/s to 99 % of requests;
+    without a TTFT target
     nothing is said of one. The best plan is the first meeting the SLO; without one, the first that fits."""
     def plan(fits: bool, meets: bool) -> LayoutPlan:
         return LayoutPlan(gpu="MI300X", tensor_parallel_size=2, pipeline_parallel_size=1, expert_parallel=False,
-                          fits=fits, meets_slo=meets, message="", failure_domain_gpus=2, batch_size=186, tpot_s=0.25)
+                          fits=fits, meets_slo=meets, message="", failure_domain_gpus=2, batch_size=186,
+                          tpot_p99_s=0.25)
     note = unbounded_tpot_note(Workload(40, 2000, 300), plan(True, True))
     assert note == ("No TPOT target: each layout runs the batch that needs the fewest replicas; TP2×PP1 on MI300X "
-                    "streams 4.0 tokens/s per request (TPOT 250.0 ms at batch 186).")
+                    "streams at least 4.0 tokens/s to 99 % of requests (p99 TPOT 250.0 ms at batch 186).")
     assert unbounded_tpot_note(Workload(40, 2000, 300), plan(False, False)) is None
     unfit, fits, meets = plan(False, False), plan(True, False), plan(True, True)
     assert best_plan([unfit, fits, meets]) is meets and closest_plan([unfit, fits, meets]) is meets
@@ -201,7 +204,7 @@ def test_cost_vs_tpot_target_never_costs_more_for_a_looser_target():
     best = next(p for p in plan_fleet(m, [get_gpu(r["gpu"])], Workload(20, 1000, 200, ttft_p99_s=2.0,
                                                                        tpot_p99_s=r["tpot_target_s"]), max_pp=1)
                 if p.meets_slo)
-    assert best.tpot_s <= r["tpot_target_s"] and r["gpus"] == best.total_gpus
+    assert best.tpot_p99_s <= r["tpot_target_s"] and r["gpus"] == best.total_gpus
 
 
 def test_cost_per_month_and_year_use_730_and_8760_hours():
@@ -222,9 +225,10 @@ def test_a_ttft_target_close_to_the_ttft_itself_is_met_by_part_idle_replicas_and
     w = Workload(request_rate_per_s=10, input_len=8000, output_len=300, ttft_p99_s=0.2)
     plan = plan_layout(m, Layout(g, 8, 4), w, max_model_len=16384)
     assert plan.meets_slo and plan.ttft_p99_s <= 0.2 and plan.utilisation < 0.5 and plan.replicas_for_ttft > 0
-    note = ttft_bound_note(w, plan)
-    assert note is not None and note.startswith(f"The p99 TTFT target binds: TTFT is {plan.ttft_s * 1e3:,.0f} ms")
-    assert f"{plan.replicas_for_ttft:,} more than the load needs" in note
+    note = slo_bound_note(w, plan)
+    assert note is not None and note.startswith(f"The SLO binds: TP8×PP4 on H100-SXM runs {plan.replicas:,} replicas")
+    assert (f"the p99 TTFT target (TTFT is {plan.ttft_s * 1e3:,.0f} ms of the 200 ms) adds {plan.replicas_for_ttft:,},"
+            in note) and "TPOT" not in note
     loose = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0)
     bound = plan_layout(m, Layout(g, 4), loose, max_model_len=8192)
-    assert bound.replicas_for_ttft == 0 and ttft_bound_note(loose, bound) is None
+    assert bound.replicas_for_ttft == 0 and slo_bound_note(loose, bound) is None

@@ -93,9 +93,9 @@ def test_a_divisor_is_printed_to_four_significant_digits():
     dict(request_rate_per_s=10, input_len=1000, output_len=200, ttft_p99_s=1.0, tpot_p99_s=0.05),  # slots bind
     dict(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0),  # the token budget binds
 ])
-def test_the_latency_budget_at_the_plans_batch_and_replicas_gives_the_plans_p99_ttft(workload):
-    """One truth: the Latency budget page's TTFT (queue + prefill) at a fleet plan's batch and replicas is that
-    plan's p99 TTFT, whichever queue binds."""
+def test_the_latency_budget_at_the_plans_batch_and_replicas_gives_the_plans_p99_ttft_and_tpot(workload):
+    """One truth: the Latency budget page's TTFT (queue + prefill) and p99 TPOT at a fleet plan's batch and
+    replicas are that plan's, whichever queue binds."""
     from calculators.planning.fleet import Layout, Workload, plan_layout
     from calculators.report.explain_perf import budget_at_batch
     w = Workload(**workload)
@@ -107,6 +107,8 @@ def test_the_latency_budget_at_the_plans_batch_and_replicas_gives_the_plans_p99_
     view = budget_at_batch(r, batch=plan.batch_size, input_len=w.input_len, output_len=w.output_len,
                            request_rate_per_s=w.request_rate_per_s, replicas=plan.replicas, target_s=60.0)
     assert view["budget"]["ttft_s"] == pytest.approx(plan.ttft_p99_s, rel=1e-9)
+    assert view["tpot_p99_s"] == pytest.approx(plan.tpot_p99_s, rel=1e-9)
+    assert view["budget"]["decode_s"] == pytest.approx((w.output_len - 1) * plan.tpot_p99_s, rel=1e-9)
     binding = view["prompt_wait_p99_s"] if big else view["wait_p99_s"]
     assert binding > max(view["wait_p99_s"], view["prompt_wait_p99_s"]) / 2
 

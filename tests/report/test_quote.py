@@ -248,7 +248,7 @@ def test_a_quote_without_a_tpot_target_says_how_slowly_the_chosen_layout_streams
     chosen = doc["chosen"]
     assert doc["inputs"]["p99 TPOT target [ms]"] == "none"
     note = next(t for t in doc["timing"] if t.startswith("No TPOT target:"))
-    assert f"TPOT {chosen['tpot_s'] * 1e3:,.1f} ms at batch {chosen['batch_size']:,}" in note
+    assert f"p99 TPOT {chosen['tpot_p99_s'] * 1e3:,.1f} ms at batch {chosen['batch_size']:,}" in note
     assert "No TPOT target:" in quote_html(doc)
     assert not any(t.startswith("No TPOT target") for t in quote_document(m, gpus, W, plan_fleet(
         m, gpus, W, max_pp=1))["timing"])
