@@ -226,12 +226,14 @@ def request_tpot_quantile_s(pm: PerformanceModel, concurrency: ArrayLike, input_
     """A quantile over requests of each request's TPOT under Poisson arrivals, ``N`` in flight on average [s].
 
     TPOT is a request's mean gap between tokens, so it varies from request to request with the other prompts
-    fused into its steps. The mean TPOT at ``N`` (:func:`closed_loop_tpot_s`) is the bare decode step ``d`` plus
+    fused into its steps. The mean TPOT at ``N`` (:func:`closed_loop_tpot_s`) is the bare decode step ``d(N)`` plus
     ``N/O`` prompts' worth ``p`` per step; a request meets ``K`` such prompts in its decode, those that arrive
     while it waits (``wait_s``) and decodes, and ``K``'s quantile is Poisson's with the longer decode that more
-    prompts bring (:func:`~calculators.planning.queueing.prompts_during_decode_quantile`). So the quantile is
-    ``d + K·p/O``, at most the mean TPOT of a full batch of ``max_running``: the slots then admit a prompt only
-    as another request leaves (docs/queueing.md §4).
+    prompts bring (:func:`~calculators.planning.queueing.prompts_during_decode_quantile`; ``μ`` its mean). The
+    requests that decode beside it are, on average over its life, half those already running when it starts
+    (``N``) and half those it meets, ``N·K/μ`` at the quantile: ``n = N(1 + K/μ)/2``. So the quantile is
+    ``d(n) + K·p/O``, at most the mean TPOT of a full batch of ``max_running``: the slots then admit a prompt
+    only as another request leaves (docs/queueing.md §4).
 
     Example (a 10 ms step, 0.1 ms a prompt token, ``I`` = 100, ``O`` = 50: ``p`` = 10 ms): 8 in flight at 13.5
     requests/s (Little: 8 / 0.594 s), no wait; the bare decode lasts 0.5 s and the p99 ``K`` = 16.73, so TPOT p99 =
@@ -241,13 +243,18 @@ def request_tpot_quantile_s(pm: PerformanceModel, concurrency: ArrayLike, input_
     """
     n = np.asarray(positive("concurrency", concurrency), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
+    lam, wait = np.asarray(arrival_rate_per_s, dtype=np.float64), np.asarray(wait_s, dtype=np.float64)
     bare = pm.decode_step_time_s(n, i + o / 2)
     mean = closed_loop_tpot_s(pm, n, i, o) if mean_tpot_s is None else np.asarray(mean_tpot_s, dtype=np.float64)
     per_prompt = np.maximum(mean - bare, 0.0) * o / n
-    k = prompts_during_decode_quantile(arrival_rate_per_s, wait_s, o * bare, per_prompt, quantile)
+    k = prompts_during_decode_quantile(lam, wait, o * bare, per_prompt, quantile)
     cap = np.asarray(max_running, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):  # an infinite K (unstable) is the cap's below
+        mu = lam * (wait + o * bare + per_prompt * k)  # K's Poisson mean, the fixed point's
+        beside = np.where(np.isfinite(k) & (mu > 0), n * (1 + k / mu) / 2, n)
+    step = pm.decode_step_time_s(np.minimum(beside, cap), i + o / 2)
     full = closed_loop_tpot_s(pm, np.where(np.isfinite(cap), cap, 1.0), i, o)
-    return np.minimum(bare + k * per_prompt / o, np.where(np.isfinite(cap), full, np.inf))
+    return np.minimum(step + k * per_prompt / o, np.where(np.isfinite(cap), full, np.inf))
 
 
 def slot_view(pm: PerformanceModel, m: dict[str, np.ndarray], batch: ArrayLike,

@@ -73,9 +73,9 @@ ASSUMPTIONS = (
     "efficiencies fitted on public measurements.",
     "Poisson arrivals; p99 TTFT = prefill + the p99 wait for a batch slot (an M/G/c queue per replica, c = batch, "
     "Allen–Cunneen approximation) + the p99 wait for the steps' token budget (an M/G/1 queue of prompts).",
-    "p99 TPOT at each replica's share of the load: the decode step plus the other requests' prompts fused into a "
-    "request's steps, their number the 99th percentile of a Poisson count (those arriving while it waits and "
-    "decodes), at most a full batch's TPOT.",
+    "p99 TPOT at each replica's share of the load: the decode step (with the requests decoding beside it) plus "
+    "the other requests' prompts fused into a request's steps, their number the 99th percentile of a Poisson count "
+    "(those arriving while it waits and decodes), at most a full batch's TPOT.",
     "KV cache capacity as vLLM computes it at start-up (gpu_memory_utilization, CUDA graphs, activation peak).",
     "GPU prices are indicative on-demand list prices (median of the catalog's entries) unless overridden.",
     "Replicas are independent (data parallel); a GPU failure takes down its replica (failure domain = TP × PP GPUs).",

@@ -252,3 +252,31 @@ def test_request_tpot_quantile_worked_by_hand():
     # a request that waited 0.2 s meets the 2.7 prompts more that arrived meanwhile, at the p99 too
     waited = request_tpot_quantile_s(PM, 8, 100, 50, arrival_rate_per_s=13.5, wait_s=0.2, max_running=np.inf)
     assert float(waited) > float(free) + 2.7 * 0.010 / 50
+
+
+class Growing(ConstantStepModel):
+    """A decode step of 10 ms + 0.5 ms per sequence; a prompt token 0.1 ms, fused into the step."""
+
+    def decode_step_time_s(self, batch_size, context_tokens):
+        return 0.010 + 0.0005 * np.asarray(batch_size, dtype=np.float64) + 0 * np.asarray(context_tokens)
+
+    def mixed_step_time_s(self, batch_size, context_tokens, prefill_tokens, prompt_tokens):
+        p = np.asarray(prefill_tokens, dtype=np.float64)
+        decode = np.where(np.asarray(batch_size) > 0, self.decode_step_time_s(batch_size, context_tokens), 0.0)
+        return decode + np.where(p > 0, self.per_token * p, 0.0)
+
+
+def test_request_tpot_quantile_prices_the_step_with_the_requests_that_decode_beside_it():
+    """8 in flight at 13.5 requests/s (100 in, 50 out) on a step that grows 0.5 ms a sequence: d(8) = 14 ms, the mean
+    TPOT 14 + 8/50 × 10 = 15.6 ms, so a prompt adds p = 10 ms. The decode lasts 50 × 14 ms = 0.7 s: ρ = 0.135,
+    λD = 9.45; √μ = (0.135z + √((0.135z)² + 3.46 × (9.45 + 0.135c))) / 1.73 = 3.509083, μ = 12.31366,
+    K = 12.31366 + 2.326348 × 3.509083 + 0.735316 = 21.21232. Beside it decode 8 × (1 + 21.21232 / 12.31366) / 2 =
+    10.89066 requests: d = 10 + 0.5 × 10.89066 = 15.44533 ms, and p99 TPOT = 15.44533 + 21.21232 × 10 / 50 =
+    19.68779 ms."""
+    model = Growing(prefill_s_per_token=1e-4)
+    assert float(closed_loop_tpot_s(model, 8, 100, 50)) == pytest.approx(0.0156)
+    got = request_tpot_quantile_s(model, 8, 100, 50, arrival_rate_per_s=13.5, wait_s=0.0, max_running=np.inf)
+    assert float(got) == pytest.approx(0.01968779, abs=2e-8)
+    # no more than the slots hold decode beside it: at most 9 of them, d = 14.5 ms
+    capped = request_tpot_quantile_s(model, 8, 100, 50, arrival_rate_per_s=13.5, wait_s=0.0, max_running=9)
+    assert float(capped) == pytest.approx(min(0.0145 + 21.21232 * 0.010 / 50, 0.0145 + 9 / 50 * 0.010), abs=2e-8)

@@ -152,16 +152,16 @@ def test_simulator_agrees_with_the_plan_where_prompts_wait_for_the_token_budget(
 
 
 def test_a_p99_tpot_target_is_met_at_the_replicas_load_and_the_simulator_agrees():
-    """Llama-3.1-70B on four H100s at 40 requests/s under p99 TTFT ≤ 1 s and p99 TPOT ≤ 40 ms: batch 49, whose
-    full batch runs 41.2 ms a token, meets the TPOT target with one replica more than the load needs, since fewer
+    """Llama-3.1-70B on four H100s at 40 requests/s under p99 TTFT ≤ 1 s and p99 TPOT ≤ 30 ms: batch 26, whose
+    full batch runs 30.2 ms a token, meets the TPOT target with 4 replicas more than the load needs, since fewer
     prompts then join each request's steps; the plan says so, and the simulator's p99 TPOT is within 15 % of the
-    plan's (mean of 2 runs)."""
+    plan's (mean of 2 runs; 29.5 ms against 29.7 ms)."""
     m, g = get_model("meta-llama/Llama-3.1-70B-Instruct"), get_gpu("H100")
-    w = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0, tpot_p99_s=0.04)
+    w = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0, tpot_p99_s=0.03)
     plan = plan_layout(m, Layout(g, 4), w, max_model_len=8192)
-    assert plan.meets_slo and plan.tpot_p99_s <= 0.04 < plan.tpot_s and plan.replicas_for_tpot >= 1
+    assert plan.meets_slo and plan.tpot_p99_s <= 0.03 < plan.tpot_s and plan.replicas_for_tpot >= 1
     note = slo_bound_note(w, plan)
-    assert note is not None and f"the p99 TPOT target (40 ms; {plan.tpot_s * 1e3:,.1f} ms at a full batch" in note
+    assert note is not None and f"the p99 TPOT target (30 ms; {plan.tpot_s * 1e3:,.1f} ms at a full batch" in note
     runs = [simulate_plan(m, g, plan, w, max_model_len=8192, seed=seed) for seed in range(2)]
     sim = float(np.mean([run.sim_tpot_p99_s for run in runs]))
     assert abs(sim / plan.tpot_p99_s - 1) <= AGREEMENT, (sim, plan.tpot_p99_s)
