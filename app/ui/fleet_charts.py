@@ -134,8 +134,19 @@ COLUMN_FORMATS = {"TTFT p99 [ms]": "%.0f", "TPOT p99 [ms]": "%.1f", "TPOT [ms]":
                      for label in COST_LABELS.values()}}
 
 
+COLUMN_HELP = {
+    "TTFT p99 [ms]": "99th percentile over requests at the plan's load: the prefill plus the waits for a slot and for "
+                     "the steps' token budget",
+    "TPOT p99 [ms]": "99th percentile over requests at the plan's load: the decode step plus the other requests' "
+                     "prompts mixed into a request's steps; at most a full batch's TPOT",
+    "tok/s per GPU": "a replica's output tokens/s at a full batch (max_num_seqs), per GPU: its capacity",
+    "tok/s per user": "1 / TPOT at a full batch: the stream a request gets when every slot is taken",
+}
+
+
 def column_config(frame) -> dict:
-    return {c: st.column_config.NumberColumn(c, format=f) for c, f in COLUMN_FORMATS.items() if c in frame.columns}
+    return {c: st.column_config.NumberColumn(c, format=f, help=COLUMN_HELP.get(c))
+            for c, f in COLUMN_FORMATS.items() if c in frame.columns}
 
 
 def cost_vs_slo_chart(rows: list[dict]):
