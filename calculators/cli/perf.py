@@ -31,6 +31,10 @@ def cmd_perf(a: argparse.Namespace) -> int:
     ttft = "—" if doc["ttft_s"] is None else f"{doc['ttft_s'] * 1e3:.1f} ms"
     print(f"  TTFT {ttft}   TPOT {doc['tpot_s'] * 1e3:.2f} ms (median inter-token gap {doc['itl_median_s'] * 1e3:.2f}"
           f" ms)   end-to-end {doc['e2e_latency_s']:.2f} s")
+    if "tpot_p99_s" in doc:
+        p99 = "—" if doc["ttft_p99_s"] is None else f"{doc['ttft_p99_s'] * 1e3:,.0f} ms"
+        print(f"  p99 over requests: TTFT {p99}   TPOT {doc['tpot_p99_s'] * 1e3:.2f} ms (at most "
+              f"{doc['p99_slots']:,} running, as the fleet planner prices a replica)")
     print(f"  {doc['output_tokens_per_s']:,.0f} output tokens/s per replica, {doc['output_tokens_per_s_per_gpu']:,.0f}"
           f" per GPU, {doc['tokens_per_s_per_user']:.1f} per user")
     print(f"  decode step: compute {doc['decode_compute_s'] * 1e3:.2f} ms, memory {doc['decode_memory_s'] * 1e3:.2f}"

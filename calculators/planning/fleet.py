@@ -33,8 +33,8 @@ from calculators.perf.serving import serving_metrics, slot_view
 from calculators.planning.costs import SECONDS_PER_HOUR as SECONDS_PER_HOUR
 from calculators.planning.costs import fleet_costs
 from calculators.planning.replica_tails import (
-    TpotCurve,
     TtftQueue,
+    replica_p99s_s,
     replicas_for_tpot,
     replicas_for_ttft,
     tpot_curve,
@@ -275,8 +275,7 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     replicas = replicas + (1 if n_plus_one else 0)
     plan.meets_slo = bool(ok.any())
     i = int(np.flatnonzero(ok)[np.argmin(replicas[ok])]) if ok.any() else int(np.argmin(m["tpot_s"]))
-    tails = (queue.at(i), tpot_curve(pm, w, b[i:i + 1], queue.at(i)))
-    _fill(plan, layout, w, (r, pm), b[i], replicas[i], {k: float(v[i]) for k, v in m.items()}, tails)
+    _fill(plan, layout, w, (r, pm), b[i], replicas[i], {k: float(v[i]) for k, v in m.items()})
     plan.usd_per_gpu_hour, plan.price_source = gpu_price(layout.gpu, usd_per_gpu_hour)
     _costs(plan, w)
     plan.vllm_serve = vllm_serve_command(model.id, cap, math.ceil(plan.batch_size / pools), data_parallel_size=pools)
@@ -323,17 +322,10 @@ def slo_bound_note(w: Workload, plan: LayoutPlan | None) -> str | None:
             f"more than the load needs: {'; '.join(why)}. A looser target, or a faster layout, needs fewer.")
 
 
-def _p99s_s(w: Workload, replicas: int, ttft_s: float, tails: tuple[TtftQueue, TpotCurve]) -> tuple[float, float]:
-    """At one replica's share of the load: p99 TTFT (TTFT + the p99 wait for a slot and for the token budget) and
-    p99 TPOT [s]."""
-    queue, curve = tails
-    return ttft_s + float(queue.p99_wait_s(w, replicas)), curve.p99_at_s(w.request_rate_per_s / replicas)
-
-
 def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline, PerformanceModel], batch: float,
-          replicas: float, m: dict[str, float], tails: tuple[TtftQueue, TpotCurve]) -> None:
-    """The chosen batch's figures ``m``, queues and p99 TPOT curve (``tails``, from the sizing model), their bands
-    (around the estimate), replicas."""
+          replicas: float, m: dict[str, float]) -> None:
+    """The chosen batch's figures ``m`` and p99s (from the sizing model), their bands (around the estimate),
+    replicas."""
     r, pm = models
     replicas = int(replicas) if np.isfinite(replicas) else int(math.ceil(
         w.request_rate_per_s / (UTILISATION_CAP * m["requests_per_s"])))
@@ -341,15 +333,12 @@ def _fill(plan: LayoutPlan, layout: Layout, w: Workload, models: tuple[Roofline,
     plan.total_gpus = replicas * layout.gpus_per_replica
     plan.nodes = _nodes(layout, replicas)
     plan.ttft_s, plan.tpot_s, plan.e2e_latency_s = m["ttft_s"], m["tpot_s"], m["e2e_latency_s"]
-    plan.ttft_p99_s, plan.tpot_p99_s = _p99s_s(w, replicas, plan.ttft_s, tails)
+    plan.ttft_p99_s, plan.tpot_p99_s = replica_p99s_s(pm, w, plan.batch_size, replicas)
     if r.efficiencies.is_shipped():  # the bands describe the shipped fit, not a caller's own efficiencies
-        est = m if pm is r else {k: float(v) for k, v in slot_view(
-            r, serving_metrics(r, batch, w.input_len, w.output_len), batch, w.output_len).items()}
-        if pm is not r:
-            queue = ttft_queue(r, w, [batch], [est["slot_time_s"]])
-            tails = (queue.at(0), tpot_curve(r, w, [batch], queue))
-        ttft_p99, tpot_p99 = _p99s_s(w, replicas, est["ttft_s"], tails)
-        plan.tpot_band_low_s, plan.tpot_band_high_s = band_edges_s("tpot", est["tpot_s"], r.gpu)
+        tpot = m["tpot_s"] if pm is r else float(serving_metrics(r, batch, w.input_len, w.output_len)["tpot_s"])
+        ttft_p99, tpot_p99 = ((plan.ttft_p99_s, plan.tpot_p99_s) if pm is r
+                              else replica_p99s_s(r, w, plan.batch_size, replicas))
+        plan.tpot_band_low_s, plan.tpot_band_high_s = band_edges_s("tpot", tpot, r.gpu)
         plan.tpot_p99_band_low_s, plan.tpot_p99_band_high_s = band_edges_s("tpot", tpot_p99, r.gpu)
         plan.ttft_p99_band_low_s, plan.ttft_p99_band_high_s = band_edges_s("ttft", ttft_p99, r.gpu)
     terms = r.decode_breakdown(batch, w.input_len + w.output_len / 2)

@@ -16,6 +16,7 @@ from calculators.perf.serving import (
     request_tpot_quantile_s,
     serving_metrics,
     slot_time_s,
+    slot_view,
 )
 from calculators.planning.queueing import mg1_wait_quantile_s, replica_ttft_wait_p99_s
 
@@ -153,3 +154,15 @@ def replicas_for_tpot(w: Workload, curve: TpotCurve) -> np.ndarray:
     rate = curve.max_rate_per_s(w.tpot_p99_s)
     with np.errstate(divide="ignore"):
         return np.where(rate > 0, np.ceil(w.request_rate_per_s / np.where(rate > 0, rate, 1.0)), np.inf)
+
+
+def replica_p99s_s(pm: PerformanceModel, w: Workload, batch: int, replicas: int = 1) -> tuple[float, float]:
+    """p99 TTFT and p99 TPOT [s] of one of ``replicas`` replicas that run up to ``batch`` requests at once (vLLM's
+    ``max_num_seqs``) at its share of ``w``'s rate, as the fleet planner prices its chosen layout: the TTFT of a
+    full batch plus the p99 waits for a slot and for the token budget (:class:`TtftQueue`), and the p99 TPOT at
+    that rate (:func:`tpot_curve`). ``inf`` TTFT where a queue is unstable."""
+    b = np.array([float(batch)])
+    m = slot_view(pm, serving_metrics(pm, b, w.input_len, w.output_len), b, w.output_len)
+    queue = ttft_queue(pm, w, b, m["slot_time_s"])
+    ttft = float(m["ttft_s"][0] + queue.at(0).p99_wait_s(w, replicas))
+    return ttft, tpot_curve(pm, w, b, queue).p99_at_s(w.request_rate_per_s / replicas)

@@ -12,7 +12,8 @@ from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_bat
 from calculators.perf.published_runs import family_runs, published_runs
 from calculators.perf.roofline import Efficiencies, Roofline, crossover_batch_size, ridge_point
 from calculators.perf.serving import open_loop_metrics, serving_metrics, static_batch_metrics
-from calculators.planning.fleet import LayoutPlan
+from calculators.planning.fleet import LayoutPlan, Workload
+from calculators.planning.replica_tails import replica_p99s_s
 from calculators.specs.catalog import load_gpus
 from calculators.specs.schema import GPUSpec, ModelSpec
 from calculators.vllm.concurrency import batch_limit, replica_capacity, running_footprint_tokens
@@ -225,6 +226,11 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
                          "attention_compute_share": r.efficiencies.attention_compute_share,
                          "memory": r.efficiencies.memory},
     }
+    if mode == "request_rate":  # the p99s of a replica of max_num_seqs slots, as the fleet planner prices them
+        w = Workload(request_rate_per_s=value, input_len=input_len, output_len=output_len)
+        ttft_p99, tpot_p99 = replica_p99s_s(r, w, caps["static_batch"])
+        doc["ttft_p99_s"] = None if math.isinf(ttft_p99) or overloaded else ttft_p99
+        doc["tpot_p99_s"], doc["p99_slots"] = tpot_p99, caps["static_batch"]
     doc["band_80"] = band_80(r, doc)
     doc["published_runs"] = published_runs_document(r, input_len)
     doc["family_runs"] = family_published_runs(r.gpu, r.efficiencies)

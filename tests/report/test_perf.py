@@ -65,3 +65,20 @@ def test_the_knee_curve_states_its_bands_factors():
     assert doc["band_80_factors"]["ttft"] == [f.ttft.low_factor, f.ttft.high_factor]
     own = Roofline(get_model(L8), get_gpu("H100"), efficiencies=Efficiencies(compute=0.5))
     assert knee_document(own, input_len=1000, output_len=200)["band_80_factors"] is None
+
+
+def test_an_open_loop_gives_the_fleet_plans_p99s_at_its_max_num_seqs_and_share_of_the_load():
+    """One truth: ``llmcap perf --request-rate λ/replicas --max-num-seqs B`` prints the p99 TTFT and TPOT that the
+    fleet plan of batch B and that many replicas prices (Llama-3.1-70B on four H100s, 40 requests/s)."""
+    from calculators.planning.fleet import Layout, Workload, plan_layout
+    m, g = get_model("meta-llama/Llama-3.1-70B-Instruct"), get_gpu("H100")
+    w = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0)
+    plan = plan_layout(m, Layout(g, 4), w, max_model_len=8192)
+    r = Roofline(m, g, tensor_parallel_size=4, max_num_batched_tokens=8192)
+    doc = perf_document(r, input_len=2000, output_len=300, request_rate=40 / plan.replicas,
+                        max_num_seqs=plan.batch_size)
+    assert doc["p99_slots"] == plan.batch_size
+    assert doc["ttft_p99_s"] == pytest.approx(plan.ttft_p99_s, rel=1e-9)
+    assert doc["tpot_p99_s"] == pytest.approx(plan.tpot_p99_s, rel=1e-9)
+    assert doc["tpot_s"] < doc["tpot_p99_s"]  # the mean, then the p99
+    assert "ttft_p99_s" not in _doc("H100")  # a closed loop has no arrivals to queue
