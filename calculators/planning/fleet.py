@@ -3,15 +3,16 @@ under an SLO, cost.
 
 For each layout the chain is: memory fit (vLLM accounting) → KV capacity → every batch size up to
 the KV limit (vectorised) → TPOT and throughput from the performance model → replicas for the
-load at a utilisation cap → p99 TTFT from queueing (the wait for a slot, each replica an M/G/c queue with
-``c`` = batch slots and service time = end-to-end latency, Allen–Cunneen; then the wait for the steps' token
-budget, an M/G/1 queue of prompts; docs/queueing.md §4) → more replicas if the TTFT target needs them → GPUs,
-nodes, $/hour, $/month, $/year, $/1M input, output and all tokens
-(:mod:`calculators.planning.costs`). The cheapest batch that meets the SLO wins.
+load at a utilisation cap → more replicas if the p99 TPOT at each replica's share of the load misses its
+target (other requests' prompts mixed into a request's steps) → more if the p99 TTFT does (the wait for a
+slot, each replica an M/G/c queue with ``c`` = batch slots and service time = end-to-end latency,
+Allen–Cunneen; then the wait for the steps' token budget, an M/G/1 queue of prompts; docs/queueing.md §4;
+:mod:`calculators.planning.replica_tails`) → GPUs, nodes, $/hour, $/month, $/year, $/1M input, output and all
+tokens (:mod:`calculators.planning.costs`). The cheapest batch that meets the SLO wins.
 
 Sizing: on the performance model's estimate, or ``sizing="conservative"`` for the pessimistic edge of
 its 80 % timing bands (:mod:`calculators.planning.sizing`); either way each plan carries the 80 % bands
-of its TPOT and p99 TTFT around the estimate.
+of its TPOT, p99 TPOT and p99 TTFT around the estimate.
 
 ``max_model_len``: the scenario's (what the ``vllm serve`` line carries); unset, the model's context, as
 vLLM takes it.

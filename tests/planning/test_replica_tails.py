@@ -46,7 +46,7 @@ def test_tpot_curve_max_rate_interpolates_between_its_points():
     assert curve.max_rate_per_s(0.025).tolist() == pytest.approx([2.5] * 3)
     assert curve.max_rate_per_s(0.005).tolist() == [0.0] * 3
     assert curve.max_rate_per_s(0.040).tolist() == [3.0] * 3
-    assert curve.at(1).p99_at_s(2.5) == pytest.approx(0.025)
+    assert TpotCurve(curve.rate_per_s[1:2], curve.p99_s[1:2]).p99_at_s(2.5) == pytest.approx(0.025)
     # 10 requests/s at 2.5 per replica: 4 replicas; a target no load meets: none
     assert replicas_for_tpot(Workload(10, 100, 50, tpot_p99_s=0.025), curve).tolist() == [4.0] * 3
     assert np.isinf(replicas_for_tpot(Workload(10, 100, 50, tpot_p99_s=0.005), curve)).all()
