@@ -1,6 +1,8 @@
 """Overview: does it fit, the per-GPU memory, KV tokens, concurrency, max_num_seqs and the serve line."""
 from __future__ import annotations
 
+import math
+
 import streamlit as st
 
 from app.ui import state, widgets
@@ -100,8 +102,10 @@ def _costs(ctx) -> None:
                                 strict=True):
         col.metric(COST_LABELS[key], fc.money(getattr(plan, key), digits))
     verdict = "meets" if plan.meets_slo else "does not meet"
+    p99s = (f": TTFT {plan.ttft_p99_s * 1e3:,.0f} ms, TPOT {plan.tpot_p99_s * 1e3:,.1f} ms"
+            if plan.ttft_p99_s is not None and plan.tpot_p99_s is not None and math.isfinite(plan.ttft_p99_s) else "")
     st.caption(f"{plan.replicas:,} replica(s) of TP {plan.tensor_parallel_size} × PP {plan.pipeline_parallel_size} "
-               f"on {plan.gpu} at {scn.request_rate_per_s:g} requests/s ({verdict} the p99 targets), "
+               f"on {plan.gpu} at {scn.request_rate_per_s:g} requests/s ({verdict} the p99 targets{p99s}), "
                f"{fc.money(plan.usd_per_gpu_hour)} per GPU-hour ({plan.price_source}); "
                f"{COST_LABELS['usd_per_million_tokens']} {fc.money(plan.usd_per_million_tokens, 3)}. "
                "Other GPUs and layouts: Fleet planner.")

@@ -375,6 +375,9 @@ def test_overview_costs_the_scenario_at_its_traffic(make_app):
     hour, month = (float(m[k].strip("$").replace(",", "")) for k in ("$/hour", "$/month (730 h)"))
     assert abs(month - 730 * hour) <= 730 * 0.005 + 0.5
     assert "$/1M output tokens" in m
+    # and the plan's p99s, the figures its targets were checked against
+    assert any(f"TTFT {plan.ttft_p99_s * 1e3:,.0f} ms, TPOT {plan.tpot_p99_s * 1e3:,.1f} ms" in c.value
+               for c in at.caption)
 
 
 def test_overview_cost_without_a_tpot_target_says_how_slowly_the_layout_streams(make_app):
