@@ -2,7 +2,7 @@
 ranked table as JSON and CSV.
 
 The quote puts the chosen layout first and alone (its costs per hour, month, year and per 1M input, output
-and all tokens; the sizing used — estimate or conservative — and its TPOT and p99 TTFT with their 80 %
+and all tokens; the sizing used — estimate or conservative — and its p99 TPOT and p99 TTFT with their 80 %
 bands; the exact ``vllm serve`` line), then the inputs, the sizing chain with the numbers substituted
 (:mod:`calculators.report.explain_fleet`), the alternatives only when asked for, the assumptions, the
 sources as public references (datasheet and price URLs, the vLLM release, the product's method pages by
@@ -215,7 +215,7 @@ def _ms(x: float | None) -> str:
 
 def _headline(c: dict) -> str:
     return (f"{c['message']} — {c['total_gpus']} GPUs on {c['nodes']} node(s), batch (max_num_seqs) {c['batch_size']}, "
-            f"max_model_len {c['max_model_len']:,}; p99 TTFT {_ms(c['ttft_p99_s'])}, TPOT {_ms(c['tpot_s'])}; "
+            f"max_model_len {c['max_model_len']:,}; p99 TTFT {_ms(c['ttft_p99_s'])}, p99 TPOT {_ms(c['tpot_p99_s'])}; "
             f"meets the SLO: {'yes' if c['meets_slo'] else 'no'}.")
 
 
@@ -226,12 +226,12 @@ def _cost_text(label: str, value: float | None) -> str:
 def _table_rows(doc: dict) -> list[list[str]]:
     return [[str(r["rank"]), r["gpu"], f"TP{r['tensor_parallel_size']}×PP{r['pipeline_parallel_size']}"
              + (" · DP attention" if r["dp_attention"] else ""),
-             str(r["replicas"]), str(r["total_gpus"]), str(r["batch_size"]), _ms(r["ttft_p99_s"]), _ms(r["tpot_s"]),
+             str(r["replicas"]), str(r["total_gpus"]), str(r["batch_size"]), _ms(r["ttft_p99_s"]), _ms(r["tpot_p99_s"]),
              _money(r["usd_per_hour"]), _money(r["usd_per_month"], 0), _money(r["usd_per_million_output_tokens"], 3),
              "yes" if r["meets_slo"] else "no"] for r in doc["alternatives"]]
 
 
-_HEAD = ["#", "GPU", "layout", "replicas", "GPUs", "batch", "p99 TTFT", "TPOT", "$/hour", "$/month (730 h)",
+_HEAD = ["#", "GPU", "layout", "replicas", "GPUs", "batch", "p99 TTFT", "p99 TPOT", "$/hour", "$/month (730 h)",
          "$/1M output tokens", "SLO"]
 _URL = re.compile(r"https?://[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+")
 _CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5rem auto;

@@ -64,6 +64,8 @@ def test_html_has_costs_chain_serve_line_and_permalink(setup):
         assert f"<th>{label}</th>" in text.replace("&#x27;", "'")
     assert f"${best.usd_per_month:,.2f}" in text
     assert "Sized on the model&#x27;s estimate" in text and "80 % band" in text
+    # the headline gives the p99s the SLO was checked against
+    assert f"p99 TTFT {best.ttft_p99_s * 1e3:,.1f} ms, p99 TPOT {best.tpot_p99_s * 1e3:,.1f} ms" in text
 
 
 def test_html_chosen_first_alone_and_alternatives_only_when_asked(setup):
@@ -74,6 +76,7 @@ def test_html_chosen_first_alone_and_alternatives_only_when_asked(setup):
     assert chosen.message in plain
     full = quote_html(quote_document(m, gpus, W, plans, chosen=chosen, include_alternatives=True))
     assert full.index(chosen.message) < full.index("Alternatives considered") < full.index("Sources")
+    assert "<th>p99 TPOT</th>" in full and f"<td>{plans[0].tpot_p99_s * 1e3:,.1f} ms</td>" in full
 
 
 def test_html_cites_public_sources_and_no_repository_paths(setup):
