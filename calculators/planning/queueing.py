@@ -482,9 +482,8 @@ def prompts_during_decode_quantile(arrival_rate_per_s: ArrayLike, wait_s: ArrayL
     free = np.where(stable, 1 - rho, 1.0)
     arriving = np.where(stable & (lam > 0), lam * (np.where(stable, w, 0.0) + d), 0.0)
     disc = np.maximum(np.square(rho * z) + 4 * free * (arriving + rho * c), 0.0)
-    root_mu = (rho * z + np.sqrt(disc)) / (2 * free)
-    k = np.where(root_mu > 0, np.maximum(np.square(root_mu) + z * root_mu + c, 0.0), 0.0)  # no arrivals: none
-    return np.where(stable, k, np.inf)
+    mu = np.square((rho * z + np.sqrt(disc)) / (2 * free))  # the fixed point's Poisson mean
+    return np.where(stable, poisson_quantile(mu, quantile), np.inf)
 
 
 # --------------------------------------------------------------------------- sizing
