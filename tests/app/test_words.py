@@ -2,21 +2,16 @@
 value, and every sidebar input explained by a help tooltip."""
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from tests.app import helpers
+from tests.words import INTERNAL
 
 make_app = helpers.make_app
 _clear_caches = helpers._clear_caches
 PAGES = ["views/start.py", "views/overview.py", "views/kv_cache.py", "views/roofline.py", "views/latency_budget.py",
          "views/profiles.py", "views/fleet.py", "views/compare_gpus.py", "views/simulator.py", "views/accuracy.py",
          "views/catalog.py"]
-# our own words and paths (another project's paths, e.g. in a model's provenance, are public sources)
-INTERNAL = re.compile(r"\bseeds'|\bthe seeds?\b|\bissues? \d|\bthis issue\b|shared/|HELD_OUT|DESIGN\.md|"
-                      r"(?<![\w/-])(calculators|benchmarks|scripts)/|(?<![\w/-])tests/(fixtures|app|e2e|perf|vllm)/|"
-                      r"(?<![\w/-])app/(views|ui)/", re.IGNORECASE)
 
 
 def _texts(at) -> list[str]:

@@ -29,7 +29,7 @@ def test_llama_31_70b_golden_per_gpu():
 
 
 def test_deepseek_mla_latent_not_divided_by_tp():
-    # VLLM_MEMORY.md §3.3: 61 layers × (512 + 64) × 2 B = 70,272 B/token; fp8 35,136; V2-Lite 27 × 1,152 = 31,104.
+    # docs/vllm-memory.md §3.3: 61 layers × (512 + 64) × 2 B = 70,272 B/token; fp8 35,136; V2-Lite 27 × 1,152 = 31,104.
     v3 = hf("deepseek-ai__DeepSeek-V3")
     assert kv_bytes_per_token(v3).item() == 70_272
     assert kv_bytes_per_token(v3, tensor_parallel_size=8).item() == 70_272
@@ -38,7 +38,7 @@ def test_deepseek_mla_latent_not_divided_by_tp():
 
 
 def test_v0_pads_mla_entries_to_256_bytes():
-    # VLLM_MEMORY.md §2.7: 576 bf16 elements = 1,152 B are padded to 1,280 B (640 elements).
+    # docs/vllm-memory.md §2.7: 576 bf16 elements = 1,152 B are padded to 1,280 B (640 elements).
     m = hf("deepseek-ai__DeepSeek-V3")
     assert kv_bytes_per_token_per_layer(m, mla_align_bytes=256).item() == 1_280
 
@@ -82,7 +82,8 @@ def test_sliding_window_layers_stop_growing():
 
 
 def test_pipeline_partition_matches_vllm():
-    # vllm get_pp_indices: remainder to the stages before the last (VLLM_MEMORY.md §4, case C09).
+    # vllm get_pp_indices: remainder to the stages before the last (docs/vllm-memory.md §4;
+    # the DeepSeek-V2-Lite log of https://github.com/vllm-project/vllm/pull/20665).
     assert pp_layer_partition(27, 2) == [14, 13]
     assert pp_layer_partition(81, 4) == [20, 20, 21, 20]
     assert pp_layer_partition(80, 4) == [20] * 4

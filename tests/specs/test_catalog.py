@@ -9,6 +9,7 @@ from calculators.errors import InvalidInputError
 from calculators.specs import catalog
 from calculators.specs.catalog import get_gpu, get_model, load_gpus, load_models
 from calculators.units import GB, GiB
+from tests.words import INTERNAL
 
 REQUIRED_GPUS = ["T4", "A10G", "L4", "L40S", "A100-40GB", "A100-80GB", "A100-80GB-PCIe", "H100", "H100-PCIe",
                  "H100-NVL", "H200", "GH200", "B200", "GB200", "B300", "RTX 4090", "RTX 5090", "RTX 6000 Ada",
@@ -31,6 +32,24 @@ def test_every_entry_has_source_and_date():
     for g in load_gpus().values():
         for p in g.prices:
             assert p.source and dt.date.fromisoformat(p.as_of[:10])
+
+
+def _strings(value: object) -> list[str]:
+    """Every string inside a dumped catalog entry (nested prices, configs, lists)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_catalog_texts_hold_no_internal_words():
+    # The Catalog page and the quote show these notes and sources to users.
+    texts = [s for item in [*load_gpus().values(), *load_models().values()] for s in _strings(item.model_dump())]
+    bad = [s for s in texts if INTERNAL.search(s)]
+    assert not bad, bad[:3]
 
 
 def test_ids_and_aliases_name_one_entry_each():
@@ -64,9 +83,9 @@ def test_golden_datasheet_values():
     assert a100.scale_up_bytes_per_s_per_direction == 300e9
     assert h100.scale_up_bytes_per_s_per_direction == 450e9
     assert get_gpu("B200").scale_up_bytes_per_s_per_direction == 900e9
-    # Memory as the framework reports it: an "80 GB" H100 shows about 79.2 GiB (DESIGN.md §3).
+    # Memory as the framework reports it (docs/data-policy.md §5): an "80 GB" H100 shows about 79.2 GiB.
     assert h100.memory_gib == pytest.approx(79.2, abs=0.15)
-    assert get_gpu("L40S").memory_gib == pytest.approx(44.42, abs=0.01)  # case C16's log
+    assert get_gpu("L40S").memory_gib == pytest.approx(44.42, abs=0.01)  # a public vLLM start-up log on 8 × L40S
 
 
 @pytest.mark.parametrize("alias, gid", [("h100", "H100-SXM"), ("H100 SXM", "H100-SXM"),
