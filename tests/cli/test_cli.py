@@ -110,18 +110,19 @@ def test_a_step_overhead_beyond_a_minute_is_refused_by_its_flags_name(value):
 
 
 def test_gpus_lists_the_16_bit_peak_a_gpu_has_and_the_price_the_planner_uses():
-    """The T4 (Turing) has no BF16: its 16-bit peak is FP16's 65 TFLOP/s (datasheet), never "0.0 TFLOP/s bf16"; its
-    price is the median of its two listed on-demand prices, between them; a TPU without one shows "—"."""
+    """The T4 (Turing) has no BF16: its 16-bit peak is FP16's 65 TFLOP/s (datasheet), never "0.0 TFLOP/s bf16". A
+    GPU's price is the median of its listed on-demand prices (the L4's four: $0.44 twice, $0.57, $0.8048, so halfway
+    between $0.44 and $0.57); a GPU without one (MI250X) shows "—"."""
     rows = {r["id"]: r for r in json.loads(llmcap("gpus", "--json").stdout)}
-    t4 = rows["T4"]
+    t4, l4 = rows["T4"], rows["L4"]
     assert t4["bf16_tflop_per_s"] is None and t4["dense_tflop_per_s"]["fp16"] == 65
-    assert t4["price_basis"].startswith("median of 2 listed prices")   # AWS g4dn.xlarge $0.526, Qubrid $0.73
-    assert t4["usd_per_gpu_hour"] == pytest.approx((0.526 + 0.73) / 2)
+    assert l4["price_basis"].startswith("median of 4 listed prices")
+    assert l4["usd_per_gpu_hour"] == pytest.approx((0.44 + 0.57) / 2)
     assert rows["H100-SXM"]["bf16_tflop_per_s"] == pytest.approx(989.4, abs=0.1)
-    assert rows["TPU-v6e"]["usd_per_gpu_hour"] is None
+    assert rows["MI250X"]["usd_per_gpu_hour"] is None
     lines = {line.split()[0]: line for line in llmcap("gpus").stdout.splitlines()}
-    assert "65.0 TFLOP/s fp16" in lines["T4"] and f"${t4['usd_per_gpu_hour']:.2f}/h" in lines["T4"]
-    assert lines["TPU-v6e"].split("TFLOP/s bf16")[1].split()[0] == "—"
+    assert "65.0 TFLOP/s fp16" in lines["T4"] and f"${l4['usd_per_gpu_hour']:.2f}/h" in lines["L4"]
+    assert lines["MI250X"].split("TFLOP/s bf16")[1].split()[0] == "—"
 
 
 LLAMA70 = str(ROOT / "tests" / "fixtures" / "hf_configs" / "meta-llama__Llama-3.1-70B.json")
