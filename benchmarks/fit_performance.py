@@ -5,9 +5,10 @@
                                                    [--shipped-from FILE] [--sources S ...]
 
 What is fitted (docs/performance-model.md §4): the reference set of :class:`~calculators.perf.roofline.Efficiencies`
-(the experts' and attention's compute shares among them) and the 8- and 4-bit compute shares (18 numbers); per GPU
-family a compute and a memory efficiency and a factor on the GPU-side per-layer costs; a factor on the software
-costs per engine generation — 44 numbers on the 17 sources with comparable rows (21 in the corpus), the
+(the experts' and attention's compute shares and the all-reduce terms of GPUs joined by PCIe only among them) and the
+8- and 4-bit compute shares (20 numbers); per GPU family a compute and a memory efficiency and a factor on the
+GPU-side per-layer costs; a factor on the software costs per engine generation — 46 numbers on the 18 sources with
+comparable rows (22 in the corpus), the
 per-family and per-engine ones drawn towards the reference by a Gaussian prior so that a family or engine seen in
 one source moves only as far as its rows insist (``--engine-sd``: the prior's width on the engine-generation
 factors; a narrower one leaves fewer free parameters in effect, and is kept only if it predicts left-out sources
@@ -49,12 +50,15 @@ from calculators.perf.measurements import measurements_frame  # noqa: E402
 
 OUT = ROOT / "calculators" / "data" / FIT_FILE
 #: (name, transform, start, prior sd in θ) of the reference set. θ is logit for efficiencies, log otherwise.
-#: The MLA share is drawn to FlashMLA's published ≈ 90 % of HBM bandwidth (docs/performance-model.md §4): with a
+#: The PCIe all-reduce terms start at NCCL's small-message latency over PCIe (about 100 µs) and half the link's
+#: bandwidth, with wide priors: one source of the corpus runs tensor parallelism over PCIe (docs/performance-model.md
+#: §3.4). The MLA share is drawn to FlashMLA's published ≈ 90 % of HBM bandwidth (docs/performance-model.md §4): with a
 #: wide prior it absorbed the DeepSeek-R1 rows' other gaps (0.47 on every source, 0.21 without InferenceX). The
 #: attention share is drawn to FlashAttention-3's published 75 % of an H100's FP16 peak (arXiv 2407.08608).
 REFERENCE = [("compute", "logit", 0.7, 1.5), ("memory", "logit", 0.8, 1.5), ("step_overhead_s", "log", 2e-3, 2.0),
              ("layer_overhead_s", "log", 2e-5, 3.0), ("sequence_overhead_s", "log", 2e-5, 3.0),
              ("allreduce_latency_s", "log", 1e-5, 2.0), ("attention_halving_context_tokens", "log", 3e4, 3.0),
+             ("pcie_allreduce_latency_s", "log", 1e-4, 1.5), ("pcie_link_efficiency", "logit", 0.5, 1.0),
              ("moe_small_batch_penalty", "log", 0.5, 3.0), ("moe_layer_overhead_s", "log", 2e-5, 3.0),
              ("moe_expert_efficiency", "logit", 0.7, 1.5), ("mla_attention", "logit", 0.9, 1.0),
              ("request_overhead_s", "log", 0.03, 2.0), ("prefill_layer_overhead_s", "log", 1e-4, 3.0),
@@ -80,7 +84,7 @@ def _from(transform: str, x: float) -> float:
 
 
 class Space:
-    """θ ↔ Profile: the reference (18), per-family memory and compute logit offsets and GPU-side cost
+    """θ ↔ Profile: the reference (20), per-family memory and compute logit offsets and GPU-side cost
     log-factors, engine log-factors."""
 
     def __init__(self, families: list[str], engine_sd: float = ENGINE_SD, moe_sd: float | None = None) -> None:
@@ -263,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
              f'per-family and per-engine entries (family memory/compute/cost sd {FAMILY_SD["memory"]:g}/'
              f'{FAMILY_SD["compute"]:g}/{FAMILY_SD["overhead"]:g}, engine sd {args.engine_sd:g}) and on the MLA '
              'and attention shares '
-             '(0.9 and 0.75, logit sd 1'
+             '(0.9 and 0.75, logit sd 1) and on the PCIe all-reduce terms (100 us, log sd 1.5; 0.5, logit sd 1'
              + ("" if args.moe_sd is None else f", MoE expert efficiency sd {args.moe_sd:g}") + ')"',
              'script = "benchmarks/fit_performance.py"', "", *profile_toml("shipped", space.profile(shipped))]
     sources = sorted(args.sources or rows["source_id"].unique())

@@ -120,7 +120,9 @@ def fit_efficiencies(groups: list[tuple[Roofline, pd.DataFrame]]) -> tuple[Effic
         total = np.zeros(len(ec))
         for r, p in pts:
             e = Efficiencies(compute=ec, memory=em, step_overhead_s=eo,
-                             allreduce_latency_s=r.efficiencies.allreduce_latency_s)
+                             allreduce_latency_s=r.efficiencies.allreduce_latency_s,
+                             pcie_allreduce_latency_s=r.efficiencies.pcie_allreduce_latency_s,
+                             pcie_link_efficiency=r.efficiencies.pcie_link_efficiency)
             total += np.sum((predicted_tpot_s(r, p, e) / p["tpot_s"].to_numpy(dtype=float) - 1) ** 2, axis=1)
         k = int(np.argmin(total))
         best = (float(ec[k, 0]), float(em[k, 0]), float(eo[k, 0]))

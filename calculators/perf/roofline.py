@@ -88,7 +88,9 @@ class Efficiencies:
     large GEMM.
     ``step_overhead_s`` [s per step], ``layer_overhead_s`` [s per layer per step: launch gaps and small
     kernels between the matmuls], ``sequence_overhead_s`` [s per running sequence per step: sampling, input
-    preparation, scheduling]: the engine's software costs. ``allreduce_latency_s`` [s per all-reduce].
+    preparation, scheduling]: the engine's software costs. ``allreduce_latency_s`` [s per all-reduce];
+    between GPUs joined by PCIe only, ``pcie_allreduce_latency_s`` [s per all-reduce] and ``pcie_link_efficiency``
+    (≤ 1, the share of the link's bandwidth the all-reduce reaches) instead: NCCL there, not the custom all-reduce.
     ``attention_halving_context_tokens`` [tokens]: decode attention reads the KV cache at
     ``memory / (1 + context / this)`` of the bandwidth (paged attention is not at roofline, and its split-KV
     reduction grows with the context). ``moe_small_batch_penalty`` [×]: expert weights are read
@@ -110,6 +112,8 @@ class Efficiencies:
     memory: float = MEMORY_EFFICIENCY
     step_overhead_s: float = STEP_OVERHEAD_S
     allreduce_latency_s: float = ALLREDUCE_LATENCY_S
+    pcie_allreduce_latency_s: float = _REF.pcie_allreduce_latency_s
+    pcie_link_efficiency: float = _REF.pcie_link_efficiency
     layer_overhead_s: float = _REF.layer_overhead_s
     sequence_overhead_s: float = _REF.sequence_overhead_s
     attention_halving_context_tokens: float = _REF.attention_halving_context_tokens
@@ -132,11 +136,12 @@ class Efficiencies:
         _efficiency("mla_attention", self.mla_attention)
         _efficiency("moe_expert_efficiency", self.moe_expert_efficiency)
         _efficiency("moe_compute_share", self.moe_compute_share)
+        _efficiency("pcie_link_efficiency", self.pcie_link_efficiency)
         if not np.all(np.asarray(self.attention_halving_context_tokens) > 0):  # inf: no fall with context
             raise InvalidInputError("attention_halving_context_tokens", self.attention_halving_context_tokens,
                                     "a positive number of tokens (inf for no fall with context)")
-        for name in ("step_overhead_s", "allreduce_latency_s", "layer_overhead_s", "sequence_overhead_s",
-                     "moe_small_batch_penalty", "moe_layer_overhead_s", "request_overhead_s",
+        for name in ("step_overhead_s", "allreduce_latency_s", "pcie_allreduce_latency_s", "layer_overhead_s",
+                     "sequence_overhead_s", "moe_small_batch_penalty", "moe_layer_overhead_s", "request_overhead_s",
                      "prefill_layer_overhead_s", "prefill_moe_layer_overhead_s"):
             v = np.asarray(getattr(self, name), dtype=np.float64)
             top, what = (MAX_PENALTY, "a factor") if name == "moe_small_batch_penalty" else (MAX_COST_S, "seconds")
@@ -230,6 +235,7 @@ class Coefficients:
     mla: bool
     moe_layers_per_stage: float
     dp_attention: bool = False
+    pcie_link: bool = False
 
 
 @dataclass(frozen=True)
@@ -380,7 +386,7 @@ def _coefficients(r: Roofline) -> Coefficients:
         bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s,
         allreduce_bytes_per_token=m.hidden_size * s, link_bytes_per_s=g.scale_up_bytes_per_s_per_direction,
         layers_per_stage=layers, tp=tp, pp=pp, mla=m.is_mla, moe_layers_per_stage=len(m.moe_layers) * frac,
-        dp_attention=dp)
+        dp_attention=dp, pcie_link=g.scale_up_over_pcie)
 
 
 def _linear_compute_s(c: Coefficients, e: Efficiencies, linear_flop: np.ndarray, tokens: np.ndarray) -> np.ndarray:
@@ -406,12 +412,15 @@ def _kernels_s(linear_s: np.ndarray, weights_s: np.ndarray, attention_s: np.ndar
 
 
 def _allreduce_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.ndarray:
-    """Two ring all-reduces per layer: ``2(tp−1)/tp · bytes / link + latency`` each. With data-parallel attention
-    the two are an all-gather of the replica's tokens before the MLP and a reduce-scatter after it, each half an
-    all-reduce's bytes (docs/performance-model.md §3.7)."""
-    link = np.where(np.asarray(c.link_bytes_per_s) > 0, c.link_bytes_per_s, np.inf)
+    """Two ring all-reduces per layer: ``2(tp−1)/tp · bytes / link + latency`` each; between GPUs joined by PCIe
+    only, NCCL's at ``pcie_link_efficiency`` of the link and ``pcie_allreduce_latency_s`` each (§3.4). With
+    data-parallel attention the two are an all-gather of the replica's tokens before the MLP and a reduce-scatter
+    after it, each half an all-reduce's bytes (docs/performance-model.md §3.7)."""
+    share = np.where(c.pcie_link, e.pcie_link_efficiency, 1.0)
+    latency = np.where(c.pcie_link, e.pcie_allreduce_latency_s, e.allreduce_latency_s)
+    link = np.where(np.asarray(c.link_bytes_per_s) > 0, c.link_bytes_per_s * share, np.inf)
     volume = np.where(c.dp_attention, 0.5, 1.0)
-    one = volume * 2 * (c.tp - 1) / c.tp * tokens * c.allreduce_bytes_per_token / link + e.allreduce_latency_s
+    one = volume * 2 * (c.tp - 1) / c.tp * tokens * c.allreduce_bytes_per_token / link + latency
     return np.where(c.tp > 1, 2 * c.layers_per_stage * one, 0.0)
 
 

@@ -75,6 +75,14 @@ class GPUSpec(_Frozen):
         return self.memory_bytes / GiB
 
     @property
+    def scale_up_over_pcie(self) -> bool:
+        """True where the GPUs of a node exchange tensor-parallel traffic over PCIe: no NVLink, xGMI or ICI between
+        them, or a bridge that joins pairs only (the catalog then stores the PCIe rate). vLLM's custom all-reduce
+        needs NVLink beyond two GPUs (``CustomAllreduce``: "not supported on more than two PCIe-only GPUs"), so such
+        a node all-reduces with NCCL (docs/performance-model.md §3.4)."""
+        return self.scale_up_link.lstrip().lower().startswith(("none: pcie", "pcie"))
+
+    @property
     def scale_up_domain(self) -> int:
         """GPUs that tensor parallelism can span over the scale-up link: the NVLink domain, else the node."""
         return self.scale_up_domain_gpus or self.gpus_per_node

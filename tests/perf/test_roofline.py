@@ -86,6 +86,28 @@ def test_tensor_parallel_all_reduce():
     assert r.decode_breakdown(64, 100)["allreduce_s"] == pytest.approx(64 * (64 * 4096 * 2 / 450e9 + 10e-6))
 
 
+
+def test_tensor_parallel_over_pcie_all_reduces_with_nccl():
+    """L40S cards are joined by PCIe only, so vLLM beyond two of them all-reduces with NCCL (its custom all-reduce
+    needs NVLink). At TP 4 a Llama-3.1-70B decode step of 16 tokens does 2 × 80 all-reduces, each
+    2·3/4 · 16 · 8,192 · 2 B over half of 32 GB/s plus 100 µs: 160 × (24.576 µs + 100 µs) = 19.932 ms. On H100s
+    (NVLink) the same step pays the NVLink latency instead: 160 × (393,216 B / 450 GB/s + 10 µs) = 1.7398 ms."""
+    e = replace(IDEAL, allreduce_latency_s=10e-6, pcie_allreduce_latency_s=100e-6, pcie_link_efficiency=0.5)
+    m = get_model("meta-llama/Llama-3.1-70B")
+    assert get_gpu("L40S").scale_up_over_pcie and not get_gpu("H100").scale_up_over_pcie
+    pcie = Roofline(m, get_gpu("L40S"), tensor_parallel_size=4, efficiencies=e)
+    assert float(pcie.decode_breakdown(16, 100)["allreduce_s"]) == pytest.approx(160 * (24.576e-6 + 100e-6))
+    nvlink = Roofline(m, get_gpu("H100"), tensor_parallel_size=4, efficiencies=e)
+    assert float(nvlink.decode_breakdown(16, 100)["allreduce_s"]) == pytest.approx(160 * (393_216 / 450e9 + 10e-6))
+
+
+@pytest.mark.parametrize("gpu, pcie", [("L40S", True), ("RTX 4090", True), ("H100-NVL", True), ("H100-PCIe", True),
+                                       ("H100", False), ("MI250X", False), ("MI300X", False), ("TPU v6e", False),
+                                       ("Gaudi 3", False)])
+def test_which_gpus_all_reduce_over_pcie(gpu, pcie):
+    # PCIe only, or a bridge that joins pairs (priced at the PCIe rate); Infinity Fabric, ICI and RoCE are not PCIe
+    assert get_gpu(gpu).scale_up_over_pcie is pcie
+
 def test_pipeline_bubble():
     r = Roofline(get_model("meta-llama/Llama-3.1-70B"), get_gpu("H100"), tensor_parallel_size=4,
                  pipeline_parallel_size=2)
