@@ -11,7 +11,7 @@ the median signed error (error = predicted / measured − 1); docs/performance-m
 ``--write`` stores each family's refit in the fit file as a ``[[held_out_family]]`` table (replacing any there),
 from which ``benchmarks/fit_timing_bands.py`` fits the bands of a GPU whose family has no runs and
 ``llmcap accuracy`` reports the figures above without refitting. Run it after every
-``benchmarks/fit_performance.py``. About 9 minutes on 2 cores with ``--jobs 2`` (535 s on 2026-12-05).
+``benchmarks/fit_performance.py``. About 12 minutes on 2 cores with ``--jobs 2`` (699 s on 2026-12-05).
 """
 from __future__ import annotations
 

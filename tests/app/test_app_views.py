@@ -334,12 +334,12 @@ def test_a_setup_the_public_corpus_ran_shows_what_those_runs_measured(make_app):
 
 
 def test_a_setup_no_public_run_covers_shows_what_the_runs_on_its_gpu_family_measured(make_app):
-    """Llama-3.1-8B on one L40S: the corpus ran no such setup, so the Overview lists what every public run on Ada
+    """Qwen2.5-7B on one L40S: the corpus ran no such setup, so the Overview lists what every public run on Ada
     GPUs measured against the model, as ``llmcap perf`` prints it."""
     from calculators.perf.published_runs import family_runs
     from calculators.report.perf import published_run_text
     from calculators.specs.catalog import get_gpu
-    at = make_app(model="meta-llama/Llama-3.1-8B-Instruct", gpu="L40S")
+    at = make_app(model="Qwen/Qwen2.5-7B-Instruct", gpu="L40S")
     assert not at.exception
     note = next(c.value for c in at.caption if c.value.startswith("No public run of this setup"))
     assert "public runs on NVIDIA Ada GPUs, any model and layout" in note

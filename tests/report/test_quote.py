@@ -280,15 +280,15 @@ def test_a_quote_states_what_the_public_runs_of_its_setup_measured():
 
 
 def test_a_quote_without_public_runs_of_its_setup_states_those_of_its_gpu_family():
-    """Llama-3.1-8B on L40S at 2,000 / 300 tokens: the corpus ran no such setup, so the quote states what every public
+    """Qwen2.5-7B on L40S at 2,000 / 300 tokens: the corpus ran no such setup, so the quote states what every public
     run on Ada GPUs measured against the model, with their publishers among the sources."""
     from calculators.perf.published_runs import family_runs
     from calculators.report.perf import published_run_text
-    m, g = get_model("meta-llama/Llama-3.1-8B-Instruct"), get_gpu("L40S")
+    m, g = get_model("Qwen/Qwen2.5-7B-Instruct"), get_gpu("L40S")
     w = Workload(request_rate_per_s=2, input_len=2000, output_len=300)
     plans = plan_fleet(m, [g], w, max_pp=1)
     doc = quote_document(m, [g], w, plans)
     heading = next(t for t in doc["timing"] if t.startswith("no public run of this setup"))
-    assert "public runs on NVIDIA Ada GPUs" in heading and "(2 sources" in heading
+    assert "public runs on NVIDIA Ada GPUs" in heading and "(3 sources" in heading
     assert all(published_run_text(e.model_dump()) in doc["timing"] for e in family_runs(g))
     assert any(s.startswith("public serving runs: TechBroMoho") for s in doc["sources"])
