@@ -134,10 +134,10 @@ def test_simulator_agrees_with_the_plan_on_a_stable_load():
 
 def test_simulator_agrees_with_the_plan_where_prompts_wait_for_the_token_budget():
     """Llama-3.1-70B on four H100s at 40 requests/s (2,000 in, 300 out, p99 TTFT ≤ 1 s, no TPOT target): the plan
-    runs 171 slots that no request waits for, yet prompts queue for the steps' 8,192-token budget. With only the
-    slot wait the plan said p99 TTFT 0.22 s where the simulator gives 0.95 s; with the token budget's queue the
+    runs 153 slots that no request waits for, yet prompts queue for the steps' 8,192-token budget. With only the
+    slot wait the plan said p99 TTFT 0.21 s where the simulator gives 0.90 s; with the token budget's queue the
     two agree within 15 % (mean of 4 runs' p99s). So does p99 TPOT, priced at the replica's load: the batch is
-    far from full (about 70 in flight), and the TPOT of a full batch of 171, 102 ms, is 22 % above the
+    far from full (about 66 in flight), and the TPOT of a full batch of 153, 91 ms, is 21 % above the
     simulator's p99."""
     m, g = get_model("meta-llama/Llama-3.1-70B-Instruct"), get_gpu("H100")
     w = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0)
