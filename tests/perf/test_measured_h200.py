@@ -42,8 +42,8 @@ def test_a_real_h200_never_beats_the_ideal_roofline():
 
 def test_the_fitted_hopper_prefill_matches_the_measured_one():
     """The compute efficiency fitted on public serving runs (per GPU family) prices this prompt pass within 15 %: the
-    measured 2,048-, 4,096- and 8,192-token prefills took 51.0, 103.2 and 224.1 ms (the fit of 2026-12-05 gives 49.8,
-    100.5 and 216.7 ms)."""
+    measured 2,048-, 4,096- and 8,192-token prefills took 51.0, 103.2 and 224.1 ms (the shipped fit gives 48.6, 97.6
+    and 210.0 ms)."""
     fitted = _roofline()
     prefills = [lp for lp in _points() if lp.ttft_s.median is not None and lp.mean_input_tokens >= 2048]
     assert len(prefills) == 3
@@ -53,8 +53,8 @@ def test_the_fitted_hopper_prefill_matches_the_measured_one():
 
 def test_the_fitted_hopper_decode_step_matches_a_graph_replayed_one():
     """Decode steps replayed from CUDA graphs, the cache written in place (1 to 256 sequences, 512 to 8,192 tokens of
-    context), against the Hopper coefficients fitted on public serving runs: median |error| within 5 % (3.5 % on the
-    fit of 2026-12-05) and none beyond 25 % (the worst, 256 sequences of 512 tokens, +20.7 %: 14.96 ms for 12.40)."""
+    context), against the Hopper coefficients fitted on public serving runs: median |error| within 5 % (3.6 % on the
+    shipped fit) and none beyond 25 % (the worst, 256 sequences of 512 tokens, +20.9 %: 14.98 ms for 12.40)."""
     fitted = _roofline()
     steps = [lp for lp in _points(GRAPHS, 19) if lp.tpot_s.median is not None]
     errors = [float(fitted.decode_step_time_s(lp.concurrency, lp.mean_input_tokens)) / lp.tpot_s.median - 1
