@@ -37,9 +37,10 @@ def cmd_perf(a: argparse.Namespace) -> int:
               f"{doc['p99_slots']:,} running, as the fleet planner prices a replica)")
     print(f"  {doc['output_tokens_per_s']:,.0f} output tokens/s per replica, {doc['output_tokens_per_s_per_gpu']:,.0f}"
           f" per GPU, {doc['tokens_per_s_per_user']:.1f} per user")
+    pcie = " (NCCL over PCIe)" if doc["allreduce_over_pcie"] else ""
     print(f"  decode step: compute {doc['decode_compute_s'] * 1e3:.2f} ms, memory {doc['decode_memory_s'] * 1e3:.2f}"
-          f" ms, all-reduce {doc['decode_allreduce_s'] * 1e3:.2f} ms, overhead {doc['step_overhead_s'] * 1e3:.1f} ms"
-          f" → {doc['bound']}-bound")
+          f" ms, all-reduce {doc['decode_allreduce_s'] * 1e3:.2f} ms{pcie},"
+          f" overhead {doc['step_overhead_s'] * 1e3:.1f} ms → {doc['bound']}-bound")
     print(f"  ridge {doc['ridge_point_flop_per_byte']:.0f} FLOP/byte; {doc['crossover_note']}; "
           f"KV cache holds {doc['kv_batch_limit']} such sequences whole, "
           f"{doc['kv_running_limit']} at their mean length")

@@ -305,8 +305,10 @@ def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
            f"KV = {bs:g} × {kv / 1e6:,.2f} MB ÷ ({bw} × {attn_eff:.2f}) = {_ms(t['kv_s'])}; "
            + (f"{stages:g} stage slots × " if stages > 1 else "")
            + f"(max({_ms(t['linear_s'])}, {_ms(t['weights_s'])}) + max({_ms(t['attention_s'])}, {_ms(t['kv_s'])})) "
-           f"= {_ms(t['kernels_s'])}; all-reduce {_ms(t['allreduce_s'])}; overhead (per step, sequence and layer) "
-           f"{_ms(t['overhead_s'])}"
+           f"= {_ms(t['kernels_s'])}; all-reduce {_ms(t['allreduce_s'])}"
+           + (f" (NCCL over PCIe: {e.pcie_allreduce_latency_s * 1e6:,.0f} µs each, {e.pcie_link_efficiency:.2f} of "
+              f"{c.link_bytes_per_s / 1e9:,.0f} GB/s)" if c.pcie_link and np.any(c.tp > 1) else "")
+           + f"; overhead (per step, sequence and layer) {_ms(t['overhead_s'])}"
            + (f"; {c.pp - 1} hand-offs {_ms(t['handoff_s'])} (bubble {t['bubble_fraction']:.0%})" if c.pp > 1 else "")
            + f" → step = TPOT = {_ms(t['step_s'])} ({'memory' if t['memory_bound'] else 'compute'}-bound overall)")
     return {"formula": formula, "substituted": sub, "sources": _pm_sources(r) + [

@@ -216,6 +216,7 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
         "decode_compute_s": float(np.ravel(terms["compute_s"])[0]),
         "decode_memory_s": float(np.ravel(terms["memory_s"])[0]),
         "decode_allreduce_s": float(np.ravel(terms["allreduce_s"])[0]),
+        "allreduce_over_pcie": bool(r.gpu.scale_up_over_pcie and np.ravel(r.tensor_parallel_size)[0] > 1),
         "step_overhead_s": r.efficiencies.step_overhead_s, "request_overhead_s": r.request_overhead_s,
         "ridge_point_flop_per_byte": ridge_point(r.gpu, r.dtype_used),
         "crossover_batch_size": None if math.isinf(cross) else cross,

@@ -123,3 +123,21 @@ def test_a_budget_the_prompts_overload_is_unstable_though_the_slots_are_not():
                            target_s=10.0)
     assert view["utilisation"] < 1 <= view["prompt_utilisation"]
     assert not view["stable"] and view["budget"] is None
+
+
+def test_an_all_reduce_over_pcie_shows_what_it_is_priced_at():
+    # Llama-3.1-70B at TP 4 on L40S (no NVLink): the printed all-reduce names NCCL over PCIe with the latency and
+    # link share it was priced at, and redone by hand from them (2 × 80 all-reduces of 2·3/4 · 16 · 8,192 · 2 B over
+    # that share of 32 GB/s, plus the latency each) gives the printed figure; on H100s (NVLink) no such clause.
+    m = get_model("meta-llama/Llama-3.1-70B")
+    r = Roofline(m, get_gpu("L40S"), tensor_parallel_size=4)
+    sub = math_step_time(r, 16, 1000)["substituted"]
+    n = r"([\d.,]+)"
+    hit = re.search(rf"all-reduce {n} ms \(NCCL over PCIe: {n} µs each, {n} of {n} GB/s\); overhead", sub)
+    assert hit, sub
+    shown_ms, latency_us, share, link_gb = (_num(g) for g in hit.groups())
+    assert link_gb == 32
+    by_hand_ms = 160 * (1.5 * 16 * 8192 * 2 / (share * link_gb * 1e9) + latency_us * 1e-6) * 1e3
+    assert shown_ms == pytest.approx(by_hand_ms, rel=0.01)
+    nvlink = math_step_time(Roofline(m, get_gpu("H100"), tensor_parallel_size=4), 16, 1000)["substituted"]
+    assert "NCCL over PCIe" not in nvlink and re.search(rf"all-reduce {n} ms; overhead", nvlink)

@@ -82,3 +82,10 @@ def test_an_open_loop_gives_the_fleet_plans_p99s_at_its_max_num_seqs_and_share_o
     assert doc["tpot_p99_s"] == pytest.approx(plan.tpot_p99_s, rel=1e-9)
     assert doc["tpot_s"] < doc["tpot_p99_s"]  # the mean, then the p99
     assert "ttft_p99_s" not in _doc("H100")  # a closed loop has no arrivals to queue
+
+
+@pytest.mark.parametrize("gpu, tp, pcie", [("L40S", 4, True), ("L40S", 1, False), ("H100", 4, False)])
+def test_the_perf_document_says_when_the_all_reduce_runs_over_pcie(gpu, tp, pcie):
+    r = Roofline(get_model("meta-llama/Llama-3.1-70B"), get_gpu(gpu), tensor_parallel_size=tp, quantization="fp8")
+    doc = perf_document(r, input_len=500, output_len=100, concurrency=4)
+    assert doc["allreduce_over_pcie"] is pcie
