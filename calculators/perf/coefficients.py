@@ -69,9 +69,9 @@ class ReferenceSet(BaseModel):
     layer_overhead_s: Cost = Field(description="cost per layer per step: launches and small kernels [s]")
     sequence_overhead_s: Cost = Field(description="cost per running sequence per step [s]")
     allreduce_latency_s: Cost = Field(description="latency of one tensor-parallel all-reduce [s]")
-    pcie_allreduce_latency_s: Cost = Field(1e-4, description="latency of one tensor-parallel all-reduce between "
-                                           "GPUs joined by PCIe only (NCCL, not the custom all-reduce) [s]")
-    pcie_link_efficiency: Efficiency = Field(0.5, description="share of the PCIe link's bandwidth a tensor-parallel "
+    pcie_allreduce_latency_s: Cost = Field(description="latency of one tensor-parallel all-reduce between GPUs "
+                                           "joined by PCIe only (NCCL, not the custom all-reduce) [s]")
+    pcie_link_efficiency: Efficiency = Field(description="share of the PCIe link's bandwidth a tensor-parallel "
                                              "all-reduce between GPUs joined by PCIe only reaches")
     attention_halving_context_tokens: float = Field(gt=0, description="context where decode attention's "
                                                     "bandwidth efficiency halves [tokens]")

@@ -100,6 +100,7 @@ def test_mla_kernel_efficiency_scales_the_latent_reads():
 PROFILE = Profile.model_validate({
     "reference": {"compute": 0.6, "memory": 0.7, "step_overhead_s": 1e-3, "layer_overhead_s": 1e-5,
                   "sequence_overhead_s": 2e-5, "allreduce_latency_s": 1e-5, "attention_halving_context_tokens": 1e5,
+                  "pcie_allreduce_latency_s": 1e-4, "pcie_link_efficiency": 0.5,
                   "moe_small_batch_penalty": 0.1, "moe_layer_overhead_s": 1e-5, "moe_expert_efficiency": 0.8,
                   "mla_attention": 0.9, "request_overhead_s": 0.05, "prefill_layer_overhead_s": 0.0,
                   "prefill_moe_layer_overhead_s": 0.0, "fp8_compute_share": 0.8,
@@ -184,6 +185,8 @@ step_overhead_s = {step}
 layer_overhead_s = 0.0
 sequence_overhead_s = 0.0
 allreduce_latency_s = 1e-5
+pcie_allreduce_latency_s = 1e-4
+pcie_link_efficiency = 0.5
 attention_halving_context_tokens = 1e5
 moe_small_batch_penalty = 0.0
 moe_layer_overhead_s = 0.0
@@ -215,7 +218,8 @@ def test_a_family_refit_that_saw_its_family_is_refused():
     shipped = FIT.format(memory=0.8, step=1e-3)
     refit = "\n".join(line.replace("[shipped.", "[held_out_family.profile.") for line in shipped.splitlines()
                       if line.startswith(("[shipped.", "compute", "memory", "step_", "layer_", "sequence_",
-                                          "allreduce", "attention_", "moe_", "mla_", "request_", "prefill_", "fp")))
+                                          "allreduce", "pcie_", "attention_", "moe_", "mla_", "request_", "prefill_",
+                                          "fp")))
     block = '\n[[held_out_family]]\nfamily = "AMD CDNA3"\n' + refit + "\n"
     assert parse_fit_file(shipped + block).without_family("AMD CDNA3") is not None
     seen = '[held_out_family.profile.family."AMD CDNA3"]\ncompute = 0.5\nmemory = 0.5\n'
