@@ -1,8 +1,8 @@
 """Which rows of the public measurement corpus the product can state, and at which load.
 
 The method (docs/performance-model.md §11; the predictions and their scores are :mod:`calculators.perf.accuracy`'s):
-:func:`screen` and :func:`comparable_rows` keep a corpus row when the product can
-state the same run: a load it models (below), neither prefill/decode disaggregated nor speculative decoding,
+:func:`screen` and :func:`comparable_rows` keep a corpus row when its source is not set aside (a source
+file's ``not_compared`` says why one is) and the product can state the same run: a load it models (below), neither prefill/decode disaggregated nor speculative decoding,
 nor a workload whose prompts share a cached prefix, a model in the catalog (its id or alias, else the
 checkpoint it re-quantises), a GPU with a catalog id, ``tp``, ``pp``, ``input_len`` and ``output_len``
 stated (compared at the lengths the run served, :func:`_served_lengths`; attention data-parallel across the
@@ -43,7 +43,7 @@ from calculators.perf.coefficients import (
     engine_generation,
 )
 from calculators.perf.corpus_engine import ceiling_batch, row_roofline, scheduler_limits
-from calculators.perf.measurements import GPUS, measurements_frame
+from calculators.perf.measurements import GPUS, load_sources, measurements_frame
 from calculators.perf.roofline import Efficiencies
 from calculators.specs.catalog import get_gpu, get_model, load_models
 from calculators.specs.schema import GPUSpec, ModelSpec
@@ -366,7 +366,9 @@ def dp_attention(f: pd.DataFrame) -> pd.Series:
 def _row_checks(f: pd.DataFrame) -> list[tuple[pd.Series, str, Any]]:
     """The row-level reasons to skip, in the order they are given: (mask, reason, detail)."""
     no_metric = f[["measured_tpot_s", "measured_ttft_s", "measured_throughput"]].isna().all(axis=1)
+    set_aside = {sid: s.not_compared for sid, s in load_sources().items() if s.not_compared}
     return [
+        (f["source_id"].isin(set_aside), "source set aside (its file says why)", f["source_id"].map(set_aside)),
         (~f["load_mode"].isin(LOADS), "load mode not modelled", f["load_mode"].astype(str)),
         (f["disaggregated"], "prefill/decode disaggregated (not modelled)", "disaggregated"),
         (f["spec_decoding"].notna(), "speculative decoding (not modelled)", f["spec_decoding"].astype(str)),

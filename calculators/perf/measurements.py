@@ -216,6 +216,8 @@ class Source(BaseModel):
     measured: str = Field(min_length=1)
     license: str | None = None
     caveats: str = ""
+    #: Why the source's rows stay in the corpus but are not compared with the model (empty: compared).
+    not_compared: str = ""
 
     @field_validator("urls")
     @classmethod

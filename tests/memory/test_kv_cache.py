@@ -37,6 +37,15 @@ def test_deepseek_mla_latent_not_divided_by_tp():
     assert kv_bytes_per_token(hf("deepseek-ai__DeepSeek-V2-Lite")).item() == 31_104
 
 
+def test_newer_moe_checkpoints_by_hand():
+    # MiniMax-M2.5: GQA, 2 (K, V) · 8 KV heads · 128 · 2 B · 62 layers = 253,952 B/token, 31,744 at TP 8.
+    # Kimi-K2 and GLM-4.7-Flash: MLA latent 512 + rope 64 = 576 elements · 2 B, over 61 and 47 layers.
+    m25 = get_model("MiniMaxAI/MiniMax-M2.5")
+    assert kv_bytes_per_token(m25, tensor_parallel_size=[1, 8]).tolist() == [253_952, 31_744]
+    assert kv_bytes_per_token(get_model("moonshotai/Kimi-K2-Instruct"), tensor_parallel_size=8).item() == 70_272
+    assert kv_bytes_per_token(get_model("zai-org/GLM-4.7-Flash")).item() == 54_144
+
+
 def test_v0_pads_mla_entries_to_256_bytes():
     # docs/vllm-memory.md §2.7: 576 bf16 elements = 1,152 B are padded to 1,280 B (640 elements).
     m = hf("deepseek-ai__DeepSeek-V3")

@@ -18,12 +18,13 @@ def test_screen_keeps_what_it_can_predict_and_says_why_not_otherwise():
         {"load_mode": "request_rate", "concurrency": None, "request_rate": 2.0},     # 2 open loop: TPOT compared
         {"disaggregated": True},                                                     # 3
         {"spec_decoding": "mtp"},                                                    # 4
-        {"model": "MiniMaxAI/MiniMax-M2.5"},                                         # 5
+        {"model": "Qwen/Qwen3.5-397B-A17B"},                                         # 5
         {"gpu": "H100 80GB"},                                                        # 6 no catalog id
         {"output_len": None},                                                        # 7
         {"precision": "int4"},                                                       # 8 scheme not stated
         {"model": "nvidia/Llama-3.1-8B-Instruct-FP8", "precision": "fp8"},           # 9 re-quantised checkpoint
         {"gpu_count": 8},                                                            # 10 8 GPUs for TP1
+        {"source_id": "inferencex_experimental"},                                    # 11 a source set aside
     )
     s = screen(frame)
     assert sorted(s.rows["row_id"]) == [0, 2, 9]
@@ -32,6 +33,8 @@ def test_screen_keeps_what_it_can_predict_and_says_why_not_otherwise():
     assert "disaggregated" in reasons[3] and "speculative" in reasons[4]
     assert reasons[5] == "model not in the catalog" and reasons[6] == "GPU has no catalog id"
     assert "output_len" in reasons[7] and "precision" in reasons[8] and "tp × pp" in reasons[10]
+    assert reasons[11] == "source set aside (its file says why)"
+    assert "experimental" in s.skipped.set_index("row_id").loc[11, "detail"]
     fp8 = s.rows.set_index("row_id").loc[9]
     assert (fp8["model_id"], fp8["quantization"]) == ("meta-llama/Llama-3.1-8B", "fp8")
 
