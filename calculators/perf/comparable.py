@@ -368,7 +368,8 @@ def _row_checks(f: pd.DataFrame) -> list[tuple[pd.Series, str, Any]]:
     no_metric = f[["measured_tpot_s", "measured_ttft_s", "measured_throughput"]].isna().all(axis=1)
     set_aside = {sid: s.not_compared for sid, s in load_sources().items() if s.not_compared}
     return [
-        (f["source_id"].isin(set_aside), "source set aside (its file says why)", f["source_id"].map(set_aside)),
+        (f["source_id"].isin(set_aside), "source set aside: " + f["source_id"].astype(str) + " (its file says why)",
+         f["source_id"].map(set_aside)),
         (~f["load_mode"].isin(LOADS), "load mode not modelled", f["load_mode"].astype(str)),
         (f["disaggregated"], "prefill/decode disaggregated (not modelled)", "disaggregated"),
         (f["spec_decoding"].notna(), "speculative decoding (not modelled)", f["spec_decoding"].astype(str)),

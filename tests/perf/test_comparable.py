@@ -33,7 +33,7 @@ def test_screen_keeps_what_it_can_predict_and_says_why_not_otherwise():
     assert "disaggregated" in reasons[3] and "speculative" in reasons[4]
     assert reasons[5] == "model not in the catalog" and reasons[6] == "GPU has no catalog id"
     assert "output_len" in reasons[7] and "precision" in reasons[8] and "tp × pp" in reasons[10]
-    assert reasons[11] == "source set aside (its file says why)"
+    assert reasons[11] == "source set aside: inferencex_experimental (its file says why)"
     assert "experimental" in s.skipped.set_index("row_id").loc[11, "detail"]
     fp8 = s.rows.set_index("row_id").loc[9]
     assert (fp8["model_id"], fp8["quantization"]) == ("meta-llama/Llama-3.1-8B", "fp8")
