@@ -1,14 +1,14 @@
 """Which rows of the public measurement corpus the product can state, and at which load.
 
 The method (docs/performance-model.md §11; the predictions and their scores are :mod:`calculators.perf.accuracy`'s):
-:func:`screen` and :func:`comparable_rows` keep a corpus row when its source is not set aside (a source
-file's ``not_compared`` says why one is) and the product can state the same run: a load it models (below), neither prefill/decode disaggregated nor speculative decoding,
-nor a workload whose prompts share a cached prefix, a model in the catalog (its id or alias, else the
-checkpoint it re-quantises), a GPU with a catalog id, ``tp``, ``pp``, ``input_len`` and ``output_len``
-stated (compared at the lengths the run served, :func:`_served_lengths`; attention data-parallel across the
-tensor-parallel GPUs where the row says so, :func:`dp_attention`), a weight precision that maps to a
-product format, a KV-cache dtype the product knows, one replica of ``tp × pp`` GPUs (or replicas, below), at
-least one metric the load can state, and a configuration the roofline accepts (for a ceiling or an open-loop run,
+:func:`screen` and :func:`comparable_rows` keep a corpus row when its source is not set aside (a source file's
+``not_compared`` says why one is) and the product can state the same run: a load it models (below), neither
+prefill/decode disaggregated nor speculative decoding, nor a workload whose prompts share a cached prefix, a model
+in the catalog (its id or alias, else the checkpoint it re-quantises), a GPU with a catalog id, ``tp``, ``pp``,
+``input_len`` and ``output_len`` stated (compared at the lengths the run served, :func:`_served_lengths`; attention
+data-parallel across the tensor-parallel GPUs where the row says so, :func:`dp_attention`), a weight precision that
+maps to a product format, a KV-cache dtype the product knows, one replica of ``tp × pp`` GPUs (or replicas, below),
+at least one metric the load can state, and a configuration the roofline accepts (for a ceiling or an open-loop run,
 with a KV pool). Every other row goes to the ``skipped`` table with the first reason that applies.
 The loads and what each can state:
 
