@@ -87,7 +87,7 @@ ALL = "all"
 
 
 CONFIG = ["model_id", "catalog_gpu", "tp", "pp", "quantization", "kv_dtype", "engine_generation",
-          "max_num_batched_tokens", "scheduler_recv_interval", "max_num_seqs", "dp_attention"]
+          "max_num_batched_tokens", "scheduler_recv_interval", "max_num_seqs", "dp_attention", "enable_chunked_prefill"]
 """The columns that pick one roofline: the model on its GPUs, and the engine with the settings the run gave it."""
 
 
@@ -157,7 +157,7 @@ def _predict_config(rows: pd.DataFrame, efficiencies: Efficiencies, profile: Pro
     pm = row_roofline(str(first["model_id"]), str(first["catalog_gpu"]), int(first["tp"]), int(first["pp"]), quant,
                    str(first["kv_dtype"]), efficiencies, engine, profile,
                    (int(first["max_num_batched_tokens"]), int(first["scheduler_recv_interval"])),
-                   bool(first["dp_attention"]))
+                   bool(first["dp_attention"]), bool(first["enable_chunked_prefill"]))
     sm = _load_metrics(pm, rows, engine)
     return pd.DataFrame({"predicted_tpot_s": sm["tpot_s"], "predicted_itl_s": sm["itl_median_s"],
                          "predicted_ttft_s": sm["ttft_s"],

@@ -74,13 +74,13 @@ BURST_PROMPTS_PER_SLOT = 2
 burst (all ``concurrency`` prompts at once): its TTFT is not compared."""
 
 
-FLAGS = ("disaggregated", "lockstep", "shared_prefix")
+FLAGS = ("disaggregated", "lockstep", "shared_prefix", "enable_chunked_prefill")
 """The true-or-false marks of a row (``extra.<flag>``); absent means false."""
 
 
 ROW_COLUMNS = ["row_id", "source_id", "source_row", "engine", "engine_generation", "gpu", "gpu_family",
                "catalog_gpu", "model", "model_id", "precision", "quantization", "kv_dtype", "tp", "pp", "ep", "dp",
-               "dp_attention",
+               "dp_attention", "enable_chunked_prefill",
                "gpu_count", "replicas", "load_mode", "load", "concurrency", "request_rate", "batch_size", "num_prompts",
                "batch", "input_len", "output_len", "max_num_batched_tokens", "scheduler_recv_interval",
                "max_num_seqs", "busy_share", "lockstep"]

@@ -40,15 +40,16 @@ not vLLM's share of the whole memory less them."""
 
 def row_roofline(model_id: str, gpu_id: str, tp: int, pp: int, quantization: str | None, kv_dtype: str,
               efficiencies: Efficiencies, engine: str = DEFAULT_ENGINE, profile: Profile | None = None,
-              settings: tuple[int, int] = (DEFAULT_MAX_NUM_BATCHED_TOKENS, 1), dp_attention: bool = False) -> Roofline:
+              settings: tuple[int, int] = (DEFAULT_MAX_NUM_BATCHED_TOKENS, 1), dp_attention: bool = False,
+              enable_chunked_prefill: bool | None = None) -> Roofline:
     """One roofline per configuration: the given efficiencies, or (default ones) the fitted set of ``profile``
     (default: the shipped fit) for the GPU's family and the engine; ``settings`` are the engine's
     ``(max_num_batched_tokens, scheduler_recv_interval)``; ``dp_attention``: attention data-parallel across the
-    ``tp`` GPUs."""
+    ``tp`` GPUs; ``enable_chunked_prefill``: vLLM's flag where the run states it (None: the engine's default)."""
     return Roofline(get_model(model_id), get_gpu(gpu_id), tensor_parallel_size=tp, pipeline_parallel_size=pp,
                     quantization=quantization, kv_cache_dtype=kv_dtype, efficiencies=efficiencies, engine=engine,
                     profile=profile, max_num_batched_tokens=settings[0], scheduler_recv_interval=settings[1],
-                    enable_dp_attention=dp_attention)
+                    enable_dp_attention=dp_attention, enable_chunked_prefill=enable_chunked_prefill)
 
 
 @cache

@@ -320,7 +320,7 @@ class Measurement(BaseModel):
         derived = self.extra.get("derived_metrics", [])
         if not isinstance(derived, list) or not set(derived) <= set(self.metrics):
             raise InvalidInputError("extra.derived_metrics", derived, "a list of keys present in metrics")
-        for flag in ("disaggregated", "lockstep", "shared_prefix"):
+        for flag in ("disaggregated", "lockstep", "shared_prefix", "enable_chunked_prefill"):
             if not isinstance(self.extra.get(flag, False), bool):
                 raise InvalidInputError(f"extra.{flag}", self.extra[flag], "true or false")
         low = self.extra.get("lengths_uniform_from")
@@ -423,6 +423,7 @@ def _record(m: Measurement) -> dict[str, Any]:
     row["spec_decoding"] = m.extra.get("spec_decoding")
     row["lockstep"] = bool(m.extra.get("lockstep", False))
     row["shared_prefix"] = bool(m.extra.get("shared_prefix", False))
+    row["enable_chunked_prefill"] = bool(m.extra.get("enable_chunked_prefill", False))
     row["lengths_uniform_from"] = m.extra.get("lengths_uniform_from")
     row["derived_metrics"] = ",".join(m.extra.get("derived_metrics", []))
     return row | dict(m.metrics)

@@ -40,6 +40,16 @@ def scheduler_recv_interval(pm: PerformanceModel) -> int:
     return int(getattr(pm, "scheduler_recv_interval", 1))
 
 
+def decodes_first(pm: PerformanceModel) -> bool:
+    """Whether the engine schedules every running request's next token before any waiting prompt's chunk, so that
+    arriving prompts get only the token budget the decodes leave (vLLM with chunked prefill: V1 always, V0 with
+    ``--enable-chunked-prefill``; V1's ``Scheduler.schedule`` takes its running requests first, then the waiting
+    ones, https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/core/sched/scheduler.py). False where prompts go
+    first and the decodes wait through prefill-only steps (SGLang's default, V0 without chunked prefill), or where
+    the model does not say. See docs/performance-model.md §2."""
+    return bool(getattr(pm, "decodes_first", False))
+
+
 class _PhaseMethods(Protocol):
     """The two phase methods :class:`StepTimeMixin` dispatches to."""
 

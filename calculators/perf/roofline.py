@@ -250,7 +250,9 @@ class Roofline(StepTimeMixin):
     Two engine settings shape the serving metrics (:mod:`calculators.perf.serving`): ``max_num_batched_tokens``,
     the tokens one step may carry (vLLM's flag; SGLang's ``--chunked-prefill-size``), and
     ``scheduler_recv_interval``, the decode steps between the scheduler's polls for new requests (SGLang's
-    ``--scheduler-recv-interval``, default 1: vLLM and SGLang's default look every step).
+    ``--scheduler-recv-interval``, default 1: vLLM and SGLang's default look every step). ``enable_chunked_prefill``
+    is vLLM's flag (None: the engine's default, always on in V1, off in V0): with it vLLM runs the running requests'
+    decodes first and gives arriving prompts what the budget leaves (:attr:`decodes_first`).
 
     ``enable_dp_attention`` runs attention data-parallel across the ``tensor_parallel_size`` GPUs (SGLang's
     ``--enable-dp-attention`` with ``--dp`` equal to ``--tp``; TensorRT-LLM's ``enable_attention_dp``): each GPU
@@ -270,6 +272,7 @@ class Roofline(StepTimeMixin):
     max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS
     scheduler_recv_interval: int = 1
     engine: str = DEFAULT_ENGINE
+    enable_chunked_prefill: bool | None = None
     enable_dp_attention: bool = False
     profile: Profile | None = field(default=None, repr=False, compare=False)
     coefficients: Coefficients = field(init=False, repr=False)
@@ -293,6 +296,14 @@ class Roofline(StepTimeMixin):
     @property
     def num_gpus(self) -> np.ndarray:
         return np.asarray(self.tensor_parallel_size) * self.pipeline_parallel_size
+
+    @property
+    def decodes_first(self) -> bool:
+        """Whether arriving prompts get only the budget the running decodes leave: vLLM's chunked prefill (V1's
+        scheduler always; V0's with ``enable_chunked_prefill``). SGLang and the others run prompts first."""
+        if self.engine.startswith("vllm-v1"):
+            return True
+        return self.engine.startswith("vllm") and bool(self.enable_chunked_prefill)
 
     @property
     def request_overhead_s(self) -> float:

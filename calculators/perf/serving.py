@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
-from calculators.perf.model import PerformanceModel, scheduler_recv_interval
+from calculators.perf.model import PerformanceModel, decodes_first, scheduler_recv_interval
 from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from calculators.planning.queueing import prompts_during_decode_quantile
 from calculators.validation import at_least, positive, positive_int
@@ -65,6 +65,22 @@ def _running(n: np.ndarray, max_running: ArrayLike) -> np.ndarray:
     if not np.all(cap >= 1):
         raise InvalidInputError("max_running", cap.tolist(), "at least 1 sequence (inf: no cap)")
     return np.minimum(n, np.floor(cap))
+
+
+def budget_running_cap(pm: PerformanceModel, input_len: ArrayLike, output_len: ArrayLike) -> np.ndarray:
+    """Requests an engine that schedules decodes first keeps running at once [sequences] (inf for one that
+    schedules prompts first, :func:`~calculators.perf.model.decodes_first`).
+
+    Each step gives ``N`` running requests a token each and arriving prompts the rest of the budget ``B``, so
+    prompts enter at ``(B − N)/I`` a step while requests finish at ``N/O``: the running batch settles where the two
+    meet, ``N = B·O/(I + O)``, every step full. Further requests wait for admission (in TTFT), not in the others'
+    TPOT. vLLM's defaults (8,192 tokens) keep 199 running for 8,000-token prompts and 200-token answers; a budget
+    of 512 with 508 + 150 tokens keeps 116 (docs/performance-model.md §2). At least one runs.
+    """
+    i, o = _lengths(input_len, output_len)
+    if not decodes_first(pm):
+        return np.full(np.broadcast_shapes(i.shape, o.shape), np.inf)
+    return np.maximum(np.floor(_budget(pm) * o / (i + o)), 1.0)
 
 
 def slot_time_s(pm: PerformanceModel, e2e_latency_s: ArrayLike) -> np.ndarray:
@@ -112,6 +128,9 @@ def closed_loop_steps_s(pm: PerformanceModel, concurrency: ArrayLike, input_len:
     summed in closed form (``P(K ≥ k*)`` and ``E[K; K ≥ k*] = λ − Σ_{k<k*} k·p_k``), so the work is bounded by
     ``min(16√λ, budget / I)`` terms however high the load.
 
+    An engine that schedules decodes first runs at most :func:`budget_running_cap` of the ``N`` (the others wait
+    for admission), so its steps are those of that many.
+
     The mean, prefill-only steps included, is the time per output token (TPOT: a request's ``O`` tokens take
     ``O`` mean steps). The median is the step with the smallest ``k`` whose Poisson CDF reaches one half (the
     step time grows with ``k``): the **median inter-token latency** a benchmark prints over all gaps between
@@ -119,8 +138,8 @@ def closed_loop_steps_s(pm: PerformanceModel, concurrency: ArrayLike, input_len:
     §2). At 8 in flight and 50 output tokens, ``λ = 0.16``: 85 % of steps carry no prompt, so the median is the
     bare decode step while the mean is 16 % of a prompt's prefill above it.
     """
-    n = np.asarray(positive("concurrency", concurrency), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
+    n = np.minimum(np.asarray(positive("concurrency", concurrency), dtype=np.float64), budget_running_cap(pm, i, o))
     lam = n / o
     room = np.maximum(_budget(pm) - n, 0.0)
     full = np.ceil(room / i)  # k* per element: the first k whose prompts fill the budget
@@ -203,7 +222,8 @@ def serving_metrics(pm: PerformanceModel, concurrency: ArrayLike, input_len: Arr
     """Closed loop: TTFT, TPOT, end-to-end latency [s] and throughputs [tokens/s, requests/s] at ``N``
     requests in flight, broadcast.
 
-    At most ``max_running`` of them run (``max_num_seqs``, or the sequences the KV cache holds); the other
+    At most ``max_running`` of them run (``max_num_seqs``, or the sequences the KV cache holds, and for an engine
+    that schedules decodes first the :func:`budget_running_cap` its token budget keeps running); the other
     ``N − M`` wait for a slot. The ``M`` running ones cycle as a closed loop of ``M`` (end-to-end ``R``, of which
     ``R − request_overhead_s`` holds a slot), so the replica completes ``X = M/(R − overhead)`` requests/s, and
     by Little's law (``N = X·(W + R)``) each request first waits ``W = N·(R − overhead)/M − R`` (at least 0) in
@@ -211,7 +231,7 @@ def serving_metrics(pm: PerformanceModel, concurrency: ArrayLike, input_len: Arr
     """
     n = np.asarray(positive("concurrency", concurrency), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
-    running = _running(n, max_running)
+    running = np.minimum(_running(n, max_running), budget_running_cap(pm, i, o))
     m = _steady(pm, running, i, o, open_loop=False)
     engine_s = slot_time_s(pm, m["e2e_latency_s"])
     wait = np.maximum(n * engine_s / running - m["e2e_latency_s"], 0.0)
@@ -233,7 +253,8 @@ def request_tpot_quantile_s(pm: PerformanceModel, concurrency: ArrayLike, input_
     requests that decode beside it are, on average over its life, half those already running when it starts
     (``N``) and half those it meets, ``N·K/μ`` at the quantile: ``n = N(1 + K/μ)/2``. So the quantile is
     ``d(n) + K·p/O``, at most the mean TPOT of a full batch of ``max_running``: the slots then admit a prompt
-    only as another request leaves (docs/queueing.md §4).
+    only as another request leaves (docs/queueing.md §4). An engine that runs decodes first runs at most
+    :func:`budget_running_cap` of them, with its budget full every step.
 
     Example (a 10 ms step, 0.1 ms a prompt token, ``I`` = 100, ``O`` = 50: ``p`` = 10 ms): 8 in flight at 13.5
     requests/s (Little: 8 / 0.594 s), no wait; the bare decode lasts 0.5 s and the p99 ``K`` = 16.73, so TPOT p99 =
@@ -241,20 +262,22 @@ def request_tpot_quantile_s(pm: PerformanceModel, concurrency: ArrayLike, input_
 
     ``mean_tpot_s``: the mean TPOT at ``N`` where the caller has it (:func:`closed_loop_tpot_s`), not priced again.
     """
-    n = np.asarray(positive("concurrency", concurrency), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
+    admitted = budget_running_cap(pm, i, o)  # an engine that runs decodes first runs at most these
+    n = np.minimum(np.asarray(positive("concurrency", concurrency), dtype=np.float64), admitted)
     lam, wait = np.asarray(arrival_rate_per_s, dtype=np.float64), np.asarray(wait_s, dtype=np.float64)
     bare = pm.decode_step_time_s(n, i + o / 2)
     mean = closed_loop_tpot_s(pm, n, i, o) if mean_tpot_s is None else np.asarray(mean_tpot_s, dtype=np.float64)
     per_prompt = np.maximum(mean - bare, 0.0) * o / n
     k = prompts_during_decode_quantile(lam, wait, o * bare, per_prompt, quantile)
-    cap = np.asarray(max_running, dtype=np.float64)
+    cap = np.minimum(np.asarray(max_running, dtype=np.float64), admitted)
     with np.errstate(invalid="ignore", divide="ignore"):  # an infinite K (unstable) is the cap's below
         mu = lam * (wait + o * bare + per_prompt * k)  # K's Poisson mean, the fixed point's
         beside = np.where(np.isfinite(k) & (mu > 0), n * (1 + k / mu) / 2, n)
+        met = np.where(per_prompt > 0, k * per_prompt / o, 0.0)  # prompts of no cost add nothing, however many
     step = pm.decode_step_time_s(np.minimum(beside, cap), i + o / 2)
     full = closed_loop_tpot_s(pm, np.where(np.isfinite(cap), cap, 1.0), i, o)
-    return np.minimum(step + k * per_prompt / o, np.where(np.isfinite(cap), full, np.inf))
+    return np.minimum(step + met, np.where(np.isfinite(cap), full, np.inf))
 
 
 def slot_view(pm: PerformanceModel, m: dict[str, np.ndarray], batch: ArrayLike,
@@ -315,10 +338,13 @@ def open_loop_metrics(pm: PerformanceModel, request_rate_per_s: ArrayLike, input
     ``max_num_seqs`` (waiting time unbounded, reported as ``inf`` TTFT). ``max_num_seqs`` broadcasts too: the
     engine's cap, or a benchmark client's ``--max-concurrency`` where that is smaller (the client then holds
     the waiting requests, and the engine runs a closed loop of that many once the rate exceeds what they serve).
+    An engine that schedules decodes first runs at most :func:`budget_running_cap` of them: its token budget is
+    then full every step, and a higher rate only lengthens the queue.
     """
     lam = np.asarray(positive("request_rate", request_rate_per_s), dtype=np.float64)
     i, o = _lengths(input_len, output_len)
-    cap = np.asarray(positive_int("max_num_seqs", max_num_seqs), dtype=np.float64)
+    cap = np.minimum(np.asarray(positive_int("max_num_seqs", max_num_seqs), dtype=np.float64),
+                     budget_running_cap(pm, i, o))
     shape = np.broadcast_shapes(lam.shape, i.shape, o.shape, cap.shape)
     lo, hi = np.zeros(shape), np.broadcast_to(cap, shape).copy()
     for _ in range(OPEN_LOOP_BISECTION_STEPS):

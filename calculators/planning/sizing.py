@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike
 
 from calculators.errors import InvalidInputError
 from calculators.perf.bands import seen_family, timing_band
-from calculators.perf.model import PerformanceModel, StepTimeMixin
+from calculators.perf.model import PerformanceModel, StepTimeMixin, decodes_first
 from calculators.perf.roofline import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from calculators.specs.schema import GPUSpec
 
@@ -56,6 +56,11 @@ class ScaledModel(StepTimeMixin):
     def max_num_batched_tokens(self) -> int:
         """The inner model's token budget per step (vLLM's default when it has none)."""
         return int(getattr(self.inner, "max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS))
+
+    @property
+    def decodes_first(self) -> bool:
+        """The inner model's scheduling order (:func:`~calculators.perf.model.decodes_first`)."""
+        return decodes_first(self.inner)
 
     def decode_step_time_s(self, batch_size: ArrayLike, context_tokens: ArrayLike) -> np.ndarray:
         """One decode step [s], stretched by ``step_factor``."""

@@ -10,6 +10,7 @@ import pytest
 from calculators.errors import InvalidInputError
 from calculators.perf.roofline import Roofline, decode_terms, mixed_terms
 from calculators.perf.serving import (
+    budget_running_cap,
     closed_loop_tpot_s,
     open_loop_metrics,
     prompt_service_time_s,
@@ -25,6 +26,10 @@ PM = ConstantStepModel(decode_s=0.010, prefill_s_per_token=1e-4)
 
 class Budgeted(ConstantStepModel):
     max_num_batched_tokens = 40  # tokens per step
+
+
+class DecodesFirst(Budgeted):
+    decodes_first = True  # vLLM's chunked prefill: the running decodes first, prompts in what the budget leaves
 
 
 def test_static_batch_includes_the_whole_batch_prefill():
@@ -280,3 +285,33 @@ def test_request_tpot_quantile_prices_the_step_with_the_requests_that_decode_bes
     # no more than the slots hold decode beside it: at most 9 of them, d = 14.5 ms
     capped = request_tpot_quantile_s(model, 8, 100, 50, arrival_rate_per_s=13.5, wait_s=0.0, max_running=9)
     assert float(capped) == pytest.approx(min(0.0145 + 21.21232 * 0.010 / 50, 0.0145 + 9 / 50 * 0.010), abs=2e-8)
+
+
+def test_an_engine_that_runs_decodes_first_admits_what_its_budget_leaves_room_for():
+    """A budget of 40 tokens, 20-token prompts and 20-token answers: each step gives the running requests a token
+    each and prompts the rest, so the batch settles where prompts enter as fast as requests leave, 40 × 20 / 40 = 20
+    running, every step full: 10 ms + 20 prompt tokens × 0.1 ms = 12 ms a token. At 30 in flight the other 10 wait
+    for admission: a running request's TTFT is half a step (6 ms) and its prompt beside 19 decodes (12 ms), its
+    end-to-end R = 18 + 19 × 12 = 246 ms, and Little's law makes the wait 30 × 246 / 20 − 246 = 123 ms. An engine
+    that runs prompts first keeps all 30 and fits their 30 tokens a step into prefill-only steps: 13 ms a token."""
+    first = DecodesFirst(0.010, 1e-4)
+    assert float(budget_running_cap(first, 20, 20)) == 20
+    assert float(budget_running_cap(Budgeted(0.010, 1e-4), 20, 20)) == np.inf
+    m = serving_metrics(first, 30, 20, 20)
+    assert float(m["tpot_s"]) == pytest.approx(0.012)
+    assert float(m["queue_wait_s"]) == pytest.approx(0.123)
+    assert float(m["ttft_s"]) == pytest.approx(0.123 + 0.018)
+    assert float(m["requests_per_s"]) == pytest.approx(20 / 0.246)
+    assert float(serving_metrics(first, 20, 20, 20)["queue_wait_s"]) == 0.0
+    assert float(serving_metrics(Budgeted(0.010, 1e-4), 30, 20, 20)["tpot_s"]) == pytest.approx(0.013)
+    # an open loop beyond what 20 running serve (20 / 0.246 = 81.3 requests/s) is overloaded
+    assert bool(open_loop_metrics(first, 90.0, 20, 20)["overloaded"])
+    assert not bool(open_loop_metrics(first, 70.0, 20, 20)["overloaded"])
+
+
+def test_which_engines_run_decodes_first():
+    m, g = get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM")
+    assert Roofline(m, g).decodes_first and Roofline(m, g, engine="vllm-v1-piecewise").decodes_first
+    assert not Roofline(m, g, engine="vllm-v0").decodes_first
+    assert Roofline(m, g, engine="vllm-v0", enable_chunked_prefill=True).decodes_first
+    assert not Roofline(m, g, engine="sglang", enable_chunked_prefill=True).decodes_first

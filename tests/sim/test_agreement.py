@@ -55,3 +55,21 @@ def test_closed_loop_ttft_with_the_schedulers_polling_interval(k):
     sim = simulate(pm, wl, POLICY, warmup_s=0.2 * whole.elapsed_s)
     closed = serving_metrics(pm, 32, 1000, 300)
     assert sim.latency["ttft"]["mean"] == pytest.approx(float(closed["ttft_s"]), rel=0.15)
+
+
+def test_closed_loop_beyond_what_the_token_budget_admits():
+    """128 users of 2,000-token prompts and 100-token answers with a budget of 2,048 tokens a step: vLLM runs the
+    decodes first, so prompts enter only as fast as the budget the decodes leave, and the running batch settles at
+    2,048 × 100 / 2,100 = 97 (the simulator's mean: 98). The others wait for admission: TTFT near 2 s, TPOT one
+    full step. Priced as if prompts went first, TPOT would be 76 ms and TTFT 0.14 s."""
+    budget = 2048
+    pm = Roofline(MODEL, GPU, max_num_batched_tokens=budget)
+    policy = ContinuousBatching(num_blocks=BLOCKS, block_size=BLOCK, max_num_batched_tokens=budget)
+    wl = make_workload(ClosedLoop(128), *_lengths(2000, 100), num_requests=128 * 25, seed=1)
+    whole = simulate(pm, wl, policy)
+    sim = simulate(pm, wl, policy, warmup_s=0.2 * whole.elapsed_s)
+    closed = serving_metrics(pm, 128, 2000, 100)
+    assert sim.mean_batch_size == pytest.approx(97, rel=0.05)
+    assert sim.latency["tpot"]["mean"] == pytest.approx(float(closed["tpot_s"]), rel=0.15)
+    assert sim.latency["ttft"]["mean"] == pytest.approx(float(closed["ttft_s"]), rel=0.15)
+    assert sim.request_throughput_per_s == pytest.approx(float(closed["requests_per_s"]), rel=0.15)
