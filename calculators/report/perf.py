@@ -11,7 +11,7 @@ from calculators.perf.bands import band_factors, timing_band
 from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_batch, slo_batch
 from calculators.perf.published_runs import family_runs, published_runs
 from calculators.perf.roofline import Efficiencies, Roofline, crossover_batch_size, ridge_point
-from calculators.perf.serving import open_loop_metrics, serving_metrics, static_batch_metrics
+from calculators.perf.serving import budget_running_cap, open_loop_metrics, serving_metrics, static_batch_metrics
 from calculators.planning.fleet import LayoutPlan, Workload
 from calculators.planning.replica_tails import replica_p99s_s
 from calculators.specs.catalog import load_gpus
@@ -196,7 +196,9 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
     limit = kv_batch_limit(r, input_len + output_len)
     mean_len = int(running_footprint_tokens(input_len, output_len))
     running_limit = kv_batch_limit(r, mean_len)
-    caps = {"static_batch": max(1, min(limit, max_num_seqs)), "concurrency": max(1, min(running_limit, max_num_seqs))}
+    admitted = float(np.ravel(budget_running_cap(r, input_len, output_len))[0])  # inf: prompts go first
+    caps = {"static_batch": max(1, min(limit, max_num_seqs)),
+            "concurrency": max(1, int(min(running_limit, max_num_seqs, admitted)))}
     mode, value, m = _load(r, input_len, output_len, batch_size, concurrency, request_rate, max_num_seqs, caps)
     slots = caps.get(mode, caps["static_batch"])
     in_flight = m.pop("concurrency", value)
@@ -223,6 +225,7 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
         "crossover_note": ("KV-cache reads keep decode memory-bound at every batch size at this context"
                            if math.isinf(cross) else f"decode turns compute-bound above ≈{cross:.0f} sequences"),
         "kv_batch_limit": limit, "kv_running_limit": running_limit,
+        "budget_running_limit": None if math.isinf(admitted) else int(admitted),
         "efficiencies": {"compute": r.efficiencies.compute, "compute_dtype_share": r.efficiencies.compute_dtype_share,
                          "attention_compute_share": r.efficiencies.attention_compute_share,
                          "memory": r.efficiencies.memory},
@@ -239,6 +242,10 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
     held, what = (running_limit, f"sequences at their mean length of {mean_len:,} tokens, vLLM preempting the "
                   "newest beyond") if mode == "concurrency" else whole
     why = f"the KV cache holds {held} {what}" if held <= max_num_seqs else f"max_num_seqs {max_num_seqs}"
+    if mode == "concurrency" and admitted < min(held, max_num_seqs):
+        why = (f"vLLM runs the decodes first, and a budget of {r.max_num_batched_tokens:,} tokens a step admits "
+               f"prompts of {input_len:,} tokens only as fast as {int(admitted)} running requests of {output_len:,} "
+               "output tokens finish")
     if mode == "concurrency" and in_flight > slots:
         doc["warning"] = (f"{in_flight:g} requests in flight but at most {slots} run at once ({why}): the others "
                           f"wait {m['queue_wait_s'] * 1e3:,.0f} ms on average for a slot, and TTFT includes it")

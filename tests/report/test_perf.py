@@ -89,3 +89,16 @@ def test_the_perf_document_says_when_the_all_reduce_runs_over_pcie(gpu, tp, pcie
     r = Roofline(get_model("meta-llama/Llama-3.1-70B"), get_gpu(gpu), tensor_parallel_size=tp, quantization="fp8")
     doc = perf_document(r, input_len=500, output_len=100, concurrency=4)
     assert doc["allreduce_over_pcie"] is pcie
+
+
+def test_the_perf_document_says_when_the_token_budget_caps_the_running_batch():
+    # vLLM's budget of 8,192 tokens a step, 2,000-token prompts and 50-token answers: the decodes first leave room
+    # for prompts to enter only as fast as floor(8,192 × 50 / 2,050) = 199 running requests finish, fewer than
+    # the KV cache's 220; a prompts-first engine (SGLang) has no such cap.
+    m, g = get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100-SXM")
+    doc = perf_document(Roofline(m, g), input_len=2000, output_len=50, concurrency=300, max_num_seqs=1024)
+    assert doc["budget_running_limit"] == 199 == doc["batch_size"]
+    assert "199 running requests" in doc["warning"] and doc["queue_wait_s"] > 0
+    sglang = perf_document(Roofline(m, g, engine="sglang"), input_len=2000, output_len=50, concurrency=300,
+                           max_num_seqs=1024)
+    assert sglang["budget_running_limit"] is None and sglang["batch_size"] > 199
