@@ -30,7 +30,7 @@ from calculators.memory.kv_cache import check_tensor_parallel
 from calculators.memory.weights import resolve_quantization
 from calculators.perf.model import PerformanceModel
 from calculators.perf.roofline import Efficiencies, Roofline
-from calculators.perf.serving import serving_metrics, slot_view
+from calculators.perf.serving import budget_running_cap, serving_metrics, slot_view
 from calculators.planning.costs import SECONDS_PER_HOUR as SECONDS_PER_HOUR
 from calculators.planning.costs import fleet_costs
 from calculators.planning.replica_tails import (
@@ -260,7 +260,12 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
                  max_num_batched_tokens=cap.settings.max_num_batched_tokens, enable_dp_attention=layout.dp_attention)
     plan.compute_dtype, plan.weights = r.dtype_used, resolve_quantization(model, quantization)
     pm = sized_model(r, sizing, g)
-    b = batch_candidates(int(limit))
+    admitted = float(np.ravel(budget_running_cap(r, w.input_len, w.output_len))[0])
+    if admitted < limit:  # vLLM runs the decodes first: prompts enter only as fast as this many finish
+        plan.notes.append(f"at most {int(admitted)} requests run at once: the token budget of "
+                          f"{r.max_num_batched_tokens:,} a step admits {w.input_len:,.0f}-token prompts only as fast "
+                          f"as requests of {w.output_len:,.0f} output tokens finish (vLLM runs the decodes first)")
+    b = batch_candidates(int(min(limit, admitted)))
     m = slot_view(pm, serving_metrics(pm, b, w.input_len, w.output_len), b, w.output_len)
     queue = ttft_queue(pm, w, b, m["slot_time_s"])
     for_load = np.ceil(w.request_rate_per_s / (utilisation_cap * m["requests_per_s"]))

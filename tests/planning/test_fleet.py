@@ -230,3 +230,14 @@ def test_a_ttft_target_close_to_the_ttft_itself_is_met_by_part_idle_replicas_and
     loose = Workload(request_rate_per_s=40, input_len=2000, output_len=300, ttft_p99_s=1.0)
     bound = plan_layout(m, Layout(g, 4), loose, max_model_len=8192)
     assert bound.replicas_for_ttft == 0 and slo_bound_note(loose, bound) is None
+
+
+def test_a_plan_runs_no_more_than_the_token_budget_admits():
+    # Llama-3.1-8B on one H200 (vLLM's 8,192 tokens a step), 2,000-token prompts and 50-token answers: the decodes
+    # go first, so prompts enter only as fast as floor(8,192 × 50 / 2,050) = 199 running requests finish, fewer
+    # than the KV cache holds. The plan's batch (and the max_num_seqs it serves with) stays within that.
+    w = Workload(request_rate_per_s=20, input_len=2000, output_len=50)
+    plan = plan_layout(get_model("meta-llama/Llama-3.1-8B"), Layout(get_gpu("H200"), 1, 1), w)
+    assert plan.fits and plan.kv_batch_limit > 199
+    assert plan.batch_size <= 199
+    assert any("at most 199 requests run at once" in n for n in plan.notes)
