@@ -9,7 +9,9 @@ For requests of ``I`` input and ``O`` output tokens (docs/performance-model.md �
 - **closed loop** of ``N`` concurrent requests (continuous batching, steady state; ``--concurrency``,
   what a benchmark at concurrency ``N`` measures): a request lives ``O`` steps, so ``N·I/O`` prompt
   tokens of arriving requests join every decode step (chunked prefill, vLLM V1), up to the token budget
-  ``max_num_batched_tokens − N``; what does not fit runs as prefill-only steps. TPOT = that cycle ÷ O; the
+  ``max_num_batched_tokens − N``; what does not fit runs as prefill-only steps, or, where the engine runs the
+  decodes first (vLLM's chunked prefill), waits: at most ``budget·O/(I + O)`` then run (:func:`budget_running_cap`)
+  and the others queue for admission as beyond the running cap below. TPOT = that cycle ÷ O; the
   median inter-token latency (``itl_median_s``) is the median of those steps, the bare decode step when most
   steps carry no prompt.
   TTFT = the wait for the scheduler to take the request in when the other ``N − 1`` keep the replica busy:
