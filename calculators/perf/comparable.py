@@ -367,11 +367,9 @@ def _row_checks(f: pd.DataFrame) -> list[tuple[pd.Series, str, Any]]:
     """The row-level reasons to skip, in the order they are given: (mask, reason, detail)."""
     no_metric = f[["measured_tpot_s", "measured_ttft_s", "measured_throughput"]].isna().all(axis=1)
     set_aside = {sid: s.not_compared for sid, s in load_sources().items() if s.not_compared}
-    row_aside = f["not_compared"].fillna("").astype(str) if "not_compared" in f.columns else pd.Series("", f.index)
     return [
         (f["source_id"].isin(set_aside), "source set aside: " + f["source_id"].astype(str) + " (its file says why)",
          f["source_id"].map(set_aside)),
-        (row_aside.ne(""), "row set aside (its note says why)", row_aside),
         (~f["load_mode"].isin(LOADS), "load mode not modelled", f["load_mode"].astype(str)),
         (f["disaggregated"], "prefill/decode disaggregated (not modelled)", "disaggregated"),
         (f["spec_decoding"].notna(), "speculative decoding (not modelled)", f["spec_decoding"].astype(str)),

@@ -323,10 +323,6 @@ class Measurement(BaseModel):
         for flag in ("disaggregated", "lockstep", "shared_prefix", "enable_chunked_prefill"):
             if not isinstance(self.extra.get(flag, False), bool):
                 raise InvalidInputError(f"extra.{flag}", self.extra[flag], "true or false")
-        aside = self.extra.get("not_compared", "reason")
-        if not isinstance(aside, str) or not aside.strip():
-            raise InvalidInputError("extra.not_compared", aside,
-                                    "why the row is not compared, in words (absent: it is)")
         low = self.extra.get("lengths_uniform_from")
         if low is not None and (isinstance(low, bool) or not isinstance(low, int | float) or not 0 <= low <= 1):
             raise InvalidInputError("extra.lengths_uniform_from", low, "a fraction from 0 to 1 of the stated lengths")
@@ -428,7 +424,6 @@ def _record(m: Measurement) -> dict[str, Any]:
     row["lockstep"] = bool(m.extra.get("lockstep", False))
     row["shared_prefix"] = bool(m.extra.get("shared_prefix", False))
     row["enable_chunked_prefill"] = bool(m.extra.get("enable_chunked_prefill", False))
-    row["not_compared"] = m.extra.get("not_compared", "")
     row["lengths_uniform_from"] = m.extra.get("lengths_uniform_from")
     row["derived_metrics"] = ",".join(m.extra.get("derived_metrics", []))
     return row | dict(m.metrics)

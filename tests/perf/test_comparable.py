@@ -25,7 +25,6 @@ def test_screen_keeps_what_it_can_predict_and_says_why_not_otherwise():
         {"model": "nvidia/Llama-3.1-8B-Instruct-FP8", "precision": "fp8"},           # 9 re-quantised checkpoint
         {"gpu_count": 8},                                                            # 10 8 GPUs for TP1
         {"source_id": "inferencex_experimental"},                                    # 11 a source set aside
-        {"not_compared": "its attention ran on a kernel the model does not price"},  # 12 a row set aside
     )
     s = screen(frame)
     assert sorted(s.rows["row_id"]) == [0, 2, 9]
@@ -36,8 +35,6 @@ def test_screen_keeps_what_it_can_predict_and_says_why_not_otherwise():
     assert "output_len" in reasons[7] and "precision" in reasons[8] and "tp × pp" in reasons[10]
     assert reasons[11] == "source set aside: inferencex_experimental (its file says why)"
     assert "experimental" in s.skipped.set_index("row_id").loc[11, "detail"]
-    assert reasons[12] == "row set aside (its note says why)"
-    assert "kernel" in s.skipped.set_index("row_id").loc[12, "detail"]
     fp8 = s.rows.set_index("row_id").loc[9]
     assert (fp8["model_id"], fp8["quantization"]) == ("meta-llama/Llama-3.1-8B", "fp8")
 

@@ -129,7 +129,6 @@ def test_a_github_thread_needs_no_commit(url):
     ({"extra": {"lockstep": "yes"}}, r"extra\.lockstep: got 'yes'; true or false"),
     ({"extra": {"lengths_uniform_from": 1.2}}, r"extra\.lengths_uniform_from: got 1\.2; a fraction from 0 to 1"),
     ({"extra": {"lengths_uniform_from": "0.8"}}, r"extra\.lengths_uniform_from: got '0\.8'; a fraction"),
-    ({"extra": {"not_compared": " "}}, r"extra\.not_compared: got ' '; why the row is not compared"),
     ({"extra": {"enable_chunked_prefill": "on"}}, r"extra\.enable_chunked_prefill: got 'on'; true or false"),
     ({"colour": "red"}, r"colour: .*extra inputs"),
     ({"max_num_batched_tokens": 0}, r"max_num_batched_tokens: "),
