@@ -175,3 +175,13 @@ def test_verdict_says_which_to_trust():
     assert "trust the simulator" in text and "queueing and batching dynamics" in text and "sizing rule" in text
     over = SimCheck(5, 100, 25, 0.3, 9.0, 0.04, 0.05, overloaded=True)
     assert not over.agree and "overloaded" in over.verdict()
+
+
+def test_conservative_sizing_keeps_the_engines_scheduling_order():
+    # The stretched model runs decodes first as its vLLM roofline does: 2,000-token prompts and 50-token answers at
+    # 8,192 tokens a step admit floor(8,192 × 50 / 2,050) = 199 running, so 300 in flight queue the other 101.
+    r = Roofline(get_model("meta-llama/Llama-3.1-8B"), get_gpu("H100"))
+    stretched = ScaledModel(r, 1.3, 1.2)
+    assert stretched.decodes_first and not ScaledModel(replace(r, engine="sglang"), 1.3, 1.2).decodes_first
+    assert float(serving_metrics(stretched, 300, 2000, 50)["queue_wait_s"]) > 0
+    assert float(serving_metrics(stretched, 199, 2000, 50)["queue_wait_s"]) == 0.0
