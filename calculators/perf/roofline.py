@@ -236,6 +236,7 @@ class Coefficients:
     moe_layers_per_stage: float
     dp_attention: bool = False
     pcie_link: bool = False
+    qk_norm_allreduce: bool = False
 
 
 @dataclass(frozen=True)
@@ -397,7 +398,7 @@ def _coefficients(r: Roofline) -> Coefficients:
         bandwidth_bytes_per_s=g.memory_bandwidth_bytes_per_s,
         allreduce_bytes_per_token=m.hidden_size * s, link_bytes_per_s=g.scale_up_bytes_per_s_per_direction,
         layers_per_stage=layers, tp=tp, pp=pp, mla=m.is_mla, moe_layers_per_stage=len(m.moe_layers) * frac,
-        dp_attention=dp, pcie_link=g.scale_up_over_pcie)
+        dp_attention=dp, pcie_link=g.scale_up_over_pcie, qk_norm_allreduce=m.qk_norm_over_heads and not dp)
 
 
 def _linear_compute_s(c: Coefficients, e: Efficiencies, linear_flop: np.ndarray, tokens: np.ndarray) -> np.ndarray:
@@ -422,17 +423,25 @@ def _kernels_s(linear_s: np.ndarray, weights_s: np.ndarray, attention_s: np.ndar
     return np.maximum(linear_s, weights_s) + np.maximum(attention_s, kv_s)
 
 
+QK_NORM_BYTES_PER_TOKEN = 8
+"""Bytes per token of the all-reduce of an attention that RMS-normalises q and k over all heads: the token's sums of
+squares of q and of k, two fp32 values (vLLM's ``MiniMaxText01RMSNormTP.forward_qk``)."""
+
+
 def _allreduce_s(c: Coefficients, e: Efficiencies, tokens: np.ndarray) -> np.ndarray:
     """Two ring all-reduces per layer: ``2(tp−1)/tp · bytes / link + latency`` each; between GPUs joined by PCIe
     only, NCCL's at ``pcie_link_efficiency`` of the link and ``pcie_allreduce_latency_s`` each (§3.4). With
     data-parallel attention the two are an all-gather of the replica's tokens before the MLP and a reduce-scatter
-    after it, each half an all-reduce's bytes (docs/performance-model.md §3.7)."""
+    after it, each half an all-reduce's bytes (docs/performance-model.md §3.7). An attention that normalises q and
+    k over all heads (``qk_norm_allreduce``, MiniMax-M2) adds a third of :data:`QK_NORM_BYTES_PER_TOKEN` (§3.4)."""
     share = np.where(c.pcie_link, e.pcie_link_efficiency, 1.0)
     latency = np.where(c.pcie_link, e.pcie_allreduce_latency_s, e.allreduce_latency_s)
     link = np.where(np.asarray(c.link_bytes_per_s) > 0, c.link_bytes_per_s * share, np.inf)
     volume = np.where(c.dp_attention, 0.5, 1.0)
-    one = volume * 2 * (c.tp - 1) / c.tp * tokens * c.allreduce_bytes_per_token / link + latency
-    return np.where(c.tp > 1, 2 * c.layers_per_stage * one, 0.0)
+    ring = 2 * (c.tp - 1) / c.tp * tokens / link
+    one = volume * ring * c.allreduce_bytes_per_token + latency
+    norm = np.where(c.qk_norm_allreduce, ring * QK_NORM_BYTES_PER_TOKEN + latency, 0.0)
+    return np.where(c.tp > 1, c.layers_per_stage * (2 * one + norm), 0.0)
 
 
 def _layers_s(c: Coefficients, e: Efficiencies) -> np.ndarray:

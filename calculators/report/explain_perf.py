@@ -308,6 +308,8 @@ def math_step_time(r: Roofline, batch: float, context_tokens: float) -> dict:
            f"= {_ms(t['kernels_s'])}; all-reduce {_ms(t['allreduce_s'])}"
            + (f" (NCCL over PCIe: {e.pcie_allreduce_latency_s * 1e6:,.0f} µs each, {e.pcie_link_efficiency:.2f} of "
               f"{c.link_bytes_per_s / 1e9:,.0f} GB/s)" if c.pcie_link and np.any(c.tp > 1) else "")
+           + (" (three a layer: q and k are normalised over all heads)" if c.qk_norm_allreduce and np.any(c.tp > 1)
+              else "")
            + f"; overhead (per step, sequence and layer) {_ms(t['overhead_s'])}"
            + (f"; {c.pp - 1} hand-offs {_ms(t['handoff_s'])} (bubble {t['bubble_fraction']:.0%})" if c.pp > 1 else "")
            + f" → step = TPOT = {_ms(t['step_s'])} ({'memory' if t['memory_bound'] else 'compute'}-bound overall)")

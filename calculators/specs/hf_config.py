@@ -189,6 +189,7 @@ def _model_from_config(cfg: dict[str, Any], *, id: str, **metadata: Any) -> Mode
     fields: dict[str, Any] = {"id": id, "architecture": _architecture(cfg)}
     fields.update(_core_dims(text, assumed))
     fields.update(_attention_layout(text, fields["num_hidden_layers"]))
+    fields["qk_norm_over_heads"] = _qk_norm_over_heads(text)
     fields.update(_mla(text))
     fields.update(_layer_sharing(text, fields["num_hidden_layers"]))
     fields.update(_moe(text, fields["num_hidden_layers"], fields["intermediate_size"]))
@@ -430,6 +431,14 @@ def _attention_bias(c: dict[str, Any], assumed: list[str]) -> bool:
     qwen2 = str(c.get("model_type") or "").startswith("qwen2")
     assumed.append(f"attention_bias={qwen2} (" + ("Qwen2 family: q/k/v biases" if qwen2 else "no biases") + ")")
     return qwen2
+
+
+def _qk_norm_over_heads(c: dict[str, Any]) -> bool:
+    """Whether q and k are RMS-normalised over all heads at once: MiniMax-M2's ``use_qk_norm`` with
+    ``qk_norm_type = "per_layer"`` (a norm of width heads × head_dim; Qwen3's and Llama 4's are per head). Under
+    tensor parallelism the engines then all-reduce each token's sums of squares of q and k in every layer (vLLM's
+    ``MiniMaxText01RMSNormTP``, SGLang's ``MiniMaxM2RMSNormTP``)."""
+    return bool(c.get("use_qk_norm")) and c.get("qk_norm_type") == "per_layer"
 
 
 def _attention_layout(c: dict[str, Any], layers: int) -> dict[str, Any]:

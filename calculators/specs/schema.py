@@ -171,6 +171,10 @@ class ModelSpec(_Frozen):
     gated_mlp: bool = True
     attention_bias: bool = False
     norm_bias: bool = False
+    qk_norm_over_heads: bool = Field(
+        default=False, description="q and k RMS-normalised over all their heads at once (MiniMax-M2's qk_norm_type "
+                                   "'per_layer'), so under tensor parallelism each layer all-reduces the ranks' sums "
+                                   "of squares")
     rotary_dim: int = Field(default=0, ge=0, description="0 for models without rotary embeddings")
     rope_cache_positions: int = Field(default=0, ge=0, description="rows of vLLM's cos/sin caches, summed over them")
     num_rope_caches: int = Field(default=1, ge=0)

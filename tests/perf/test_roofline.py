@@ -87,6 +87,28 @@ def test_tensor_parallel_all_reduce():
 
 
 
+def test_an_attention_normalising_q_and_k_over_all_heads_all_reduces_once_more():
+    """MiniMax-M2.5 RMS-normalises q and k over all 48 and 8 heads, so under TP 8 every layer also all-reduces each
+    token's two fp32 sums of squares. On B200s (NVLink 900 GB/s a direction) a decode step of 16 tokens:
+    62 × [2 × (2·7/8 · 16 · 3,072 · 2 B / 900 GB/s + 10 µs) + (2·7/8 · 16 · 8 B / 900 GB/s + 10 µs)]
+    = 62 × [2 × 10.191147 µs + 10.000249 µs] = 1.8837 ms; with the norm per head instead, 1.2637 ms. Attention
+    data-parallel (one rank's heads whole) needs no such sum."""
+    e = replace(IDEAL, allreduce_latency_s=10e-6)
+    m = get_model("MiniMaxAI/MiniMax-M2.5")
+    assert m.qk_norm_over_heads and not get_model("Qwen/Qwen3-8B").qk_norm_over_heads
+    hidden = 1.75 * 16 * 3072 * 2 / 900e9 + 10e-6
+    sums = 1.75 * 16 * 8 / 900e9 + 10e-6
+    r = Roofline(m, get_gpu("B200"), tensor_parallel_size=8, efficiencies=e)
+    assert float(r.decode_breakdown(16, 100)["allreduce_s"]) == pytest.approx(62 * (2 * hidden + sums), rel=1e-9)
+    per_head = Roofline(m.model_copy(update={"qk_norm_over_heads": False}), get_gpu("B200"), tensor_parallel_size=8,
+                        efficiencies=e)
+    assert float(per_head.decode_breakdown(16, 100)["allreduce_s"]) == pytest.approx(62 * 2 * hidden, rel=1e-9)
+    dp = Roofline(m, get_gpu("B200"), tensor_parallel_size=8, efficiencies=e, enable_dp_attention=True)
+    assert not dp.coefficients.qk_norm_allreduce
+    one = Roofline(m, get_gpu("B200"), tensor_parallel_size=1, efficiencies=e)
+    assert float(one.decode_breakdown(16, 100)["allreduce_s"]) == 0.0
+
+
 def test_tensor_parallel_over_pcie_all_reduces_with_nccl():
     """L40S cards are joined by PCIe only, so vLLM beyond two of them all-reduces with NCCL (its custom all-reduce
     needs NVLink). At TP 4 a Llama-3.1-70B decode step of 16 tokens does 2 × 80 all-reduces, each
@@ -218,6 +240,18 @@ def test_sweep_equals_scalar_models():
     for row in df.sample(10, random_state=0).itertuples():
         r = Roofline(next(m for m in models if m.id == row.model), get_gpu(row.gpu),
                      tensor_parallel_size=row.tensor_parallel_size)
+        assert row.decode_step_s == pytest.approx(r.decode_step_time_s(row.batch_size, row.context_tokens).item())
+
+
+def test_a_sweep_prices_the_third_all_reduce_only_where_the_model_has_it():
+    # MiniMax-M2.5 (q and k normalised over all heads) beside Qwen3-30B-A3B (per head) in one vectorised sweep: each
+    # row is the scalar model's step (16-bit weights, the sweep's "none"), so the extra all-reduce lands on MiniMax's
+    # rows at TP > 1 only
+    models = [get_model("MiniMaxAI/MiniMax-M2.5"), get_model("Qwen/Qwen3-30B-A3B")]
+    df = decode_sweep(models, [get_gpu("B200")], [1, 4, 8], np.array([1, 64]), np.array([1024]))
+    for row in df.itertuples():
+        r = Roofline(next(m for m in models if m.id == row.model), get_gpu("B200"),
+                     tensor_parallel_size=row.tensor_parallel_size, quantization="none")
         assert row.decode_step_s == pytest.approx(r.decode_step_time_s(row.batch_size, row.context_tokens).item())
 
 

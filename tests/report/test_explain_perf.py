@@ -125,6 +125,21 @@ def test_a_budget_the_prompts_overload_is_unstable_though_the_slots_are_not():
     assert not view["stable"] and view["budget"] is None
 
 
+def test_the_step_arithmetic_says_when_a_layer_all_reduces_three_times():
+    # MiniMax-M2.5 normalises q and k over all heads, so at TP 8 its printed all-reduce says three a layer, and the
+    # figure is 62 × (2 hidden-state all-reduces + one of 8 bytes a token) at the fitted latency over 900 GB/s
+    r = Roofline(get_model("MiniMaxAI/MiniMax-M2.5"), get_gpu("B200"), tensor_parallel_size=8)
+    sub = math_step_time(r, 16, 1000)["substituted"]
+    hit = re.search(r"all-reduce ([\d.,]+) ms \(three a layer: q and k are normalised over all heads\); overhead", sub)
+    assert hit, sub
+    lat = r.efficiencies.allreduce_latency_s
+    by_hand_ms = 62 * (2 * (1.75 * 16 * 3072 * 2 / 900e9 + lat) + 1.75 * 16 * 8 / 900e9 + lat) * 1e3
+    assert _num(hit.group(1)) == pytest.approx(by_hand_ms, rel=0.01)
+    qwen = math_step_time(Roofline(get_model("Qwen/Qwen3-8B"), get_gpu("H100"), tensor_parallel_size=2), 16,
+                          1000)["substituted"]
+    assert "three a layer" not in qwen
+
+
 def test_an_all_reduce_over_pcie_shows_what_it_is_priced_at():
     # Llama-3.1-70B at TP 4 on L40S (no NVLink): the printed all-reduce names NCCL over PCIe with the latency and
     # link share it was priced at, and redone by hand from them (2 × 80 all-reduces of 2·3/4 · 16 · 8,192 · 2 B over
