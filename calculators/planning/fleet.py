@@ -261,10 +261,9 @@ def plan_layout(model: ModelSpec, layout: Layout, w: Workload, *, usd_per_gpu_ho
     plan.compute_dtype, plan.weights = r.dtype_used, resolve_quantization(model, quantization)
     pm = sized_model(r, sizing, g)
     admitted = float(np.ravel(budget_running_cap(r, w.input_len, w.output_len))[0])
-    if admitted < limit:  # vLLM runs the decodes first: prompts enter only as fast as this many finish
-        plan.notes.append(f"at most {int(admitted)} requests run at once: the token budget of "
-                          f"{r.max_num_batched_tokens:,} a step admits {w.input_len:,.0f}-token prompts only as fast "
-                          f"as requests of {w.output_len:,.0f} output tokens finish (vLLM runs the decodes first)")
+    if admitted < limit:
+        plan.notes.append(f"at most {int(admitted)} requests run at once: "
+                          + budget_cap_reason(r.max_num_batched_tokens, w.input_len, w.output_len, admitted))
     b = batch_candidates(int(min(limit, admitted)))
     m = slot_view(pm, serving_metrics(pm, b, w.input_len, w.output_len), b, w.output_len)
     queue = ttft_queue(pm, w, b, m["slot_time_s"])
@@ -305,6 +304,15 @@ def _fewest_for_ttft(w: Workload, start: np.ndarray, ttft_s: np.ndarray, queue: 
     found = replicas_for_ttft(w, start, ttft_s, queue, first & finite)
     rest = finite & ~first & (start <= found.min())
     return np.minimum(found, replicas_for_ttft(w, start, ttft_s, queue, rest)) if rest.any() else found
+
+
+def budget_cap_reason(max_num_batched_tokens: int, input_len: float, output_len: float, admitted: float) -> str:
+    """Why at most ``admitted`` requests run at once where the engine runs the decodes first: the step's token budget
+    admits prompts only as fast as running requests finish (:func:`~calculators.perf.serving.budget_running_cap`,
+    docs/performance-model.md §2). Lengths in tokens."""
+    return (f"vLLM runs the decodes first, and a budget of {max_num_batched_tokens:,} tokens a step admits prompts of "
+            f"{input_len:,.0f} tokens only as fast as {int(admitted)} running requests of {output_len:,.0f} output "
+            "tokens finish")
 
 
 def slo_bound_note(w: Workload, plan: LayoutPlan | None) -> str | None:

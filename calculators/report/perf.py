@@ -12,7 +12,7 @@ from calculators.perf.curves import KNEE_THRESHOLD, batch_curve_arrays, knee_bat
 from calculators.perf.published_runs import family_runs, published_runs
 from calculators.perf.roofline import Efficiencies, Roofline, crossover_batch_size, ridge_point
 from calculators.perf.serving import budget_running_cap, open_loop_metrics, serving_metrics, static_batch_metrics
-from calculators.planning.fleet import LayoutPlan, Workload
+from calculators.planning.fleet import LayoutPlan, Workload, budget_cap_reason
 from calculators.planning.replica_tails import replica_p99s_s
 from calculators.specs.catalog import load_gpus
 from calculators.specs.schema import GPUSpec, ModelSpec
@@ -243,9 +243,7 @@ def perf_document(r: Roofline, *, input_len: int, output_len: int, batch_size: i
                   "newest beyond") if mode == "concurrency" else whole
     why = f"the KV cache holds {held} {what}" if held <= max_num_seqs else f"max_num_seqs {max_num_seqs}"
     if mode == "concurrency" and admitted < min(held, max_num_seqs):
-        why = (f"vLLM runs the decodes first, and a budget of {r.max_num_batched_tokens:,} tokens a step admits "
-               f"prompts of {input_len:,} tokens only as fast as {int(admitted)} running requests of {output_len:,} "
-               "output tokens finish")
+        why = budget_cap_reason(r.max_num_batched_tokens, input_len, output_len, admitted)
     if mode == "concurrency" and in_flight > slots:
         doc["warning"] = (f"{in_flight:g} requests in flight but at most {slots} run at once ({why}): the others "
                           f"wait {m['queue_wait_s'] * 1e3:,.0f} ms on average for a slot, and TTFT includes it")
